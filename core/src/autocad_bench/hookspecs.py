@@ -1,0 +1,239 @@
+"""Hook specifications of autocad-bench (pluggy project name ``autocad_bench``).
+
+Three kinds of plugins implement these hooks:
+
+* **infrastructure backends** (entry-point group ``autocad_bench.infrastructure``) implement
+  the lifecycle hooks and, optionally, the recovery hooks;
+* **model providers** (group ``autocad_bench.providers``) implement the provider hooks;
+* **observers** (group ``autocad_bench.observers``) implement any of the observer hooks.
+
+Lifecycle, recovery and provider hooks are *routed*: the controller calls them on the one
+plugin a configuration selects, and each returns a single value (``firstresult``). Observer
+hooks are *broadcast* to every registered implementation and return nothing.
+
+pluggy validates implementations against these signatures at registration: an
+implementation may accept a subset of the arguments, but an argument name that is not in
+the specification, or a hook name that matches no specification, is an error before any
+batch starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from autocad_bench.errors import Problem
+    from autocad_bench.events import (
+        BatchEvent,
+        ModelTurnEvent,
+        RolloutStateEvent,
+    )
+    from autocad_bench.infrastructure.models import (
+        ActiveWorkersRequest,
+        InfrastructureSpec,
+        PreflightReport,
+        PreflightRequest,
+        ReapReport,
+        ReapRequest,
+        RecoveryLaunchRequest,
+        RolloutCommand,
+        RolloutLaunchRequest,
+        SharedChild,
+        TracePublisherRequest,
+        WorkerStatus,
+    )
+    from autocad_bench.infrastructure.publisher import TracePublisher
+    from autocad_bench.providers.models import (
+        CatalogEntry,
+        Credentials,
+        ModelSpec,
+        SessionRequest,
+    )
+    from autocad_bench.providers.session import ProviderSession
+
+PROJECT_NAME = "autocad_bench"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+INFRASTRUCTURE_HOOKS = (
+    "validate_spec",
+    "preflight",
+    "build_rollout_command",
+    "run_shared",
+    "create_trace_publisher",
+    "reap_batch",
+)
+RECOVERY_HOOKS = (
+    "validate_recovery_spec",
+    "create_recovery_session",
+    "list_active_workers",
+    "worker_id_from_log",
+    "worker_status",
+    "build_recovery_command",
+    "terminate_worker",
+)
+PROVIDER_HOOKS = (
+    "validate_model_spec",
+    "credential_names",
+    "check_model_catalog",
+    "open_session",
+)
+OBSERVER_HOOKS = (
+    "batch_started",
+    "batch_finished",
+    "rollout_state_changed",
+    "model_turn_recorded",
+)
+
+
+# --- infrastructure lifecycle (called in this order) -------------------------------------
+
+
+@hookspec(firstresult=True)
+def validate_spec(spec: InfrastructureSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
+    """Check the ``infrastructure`` configuration without touching any external system.
+
+    Called first, once per batch. Validate ``spec.settings`` and any flat backend fields
+    (``spec.backend_fields()``) and return every problem found (an empty list when valid).
+    ``location`` is the file and JSON path of the ``infrastructure`` object; prefix each
+    :class:`~autocad_bench.errors.Problem` location with it. Must not raise for bad input.
+    """
+
+
+@hookspec(firstresult=True)
+def preflight(request: PreflightRequest) -> PreflightReport:  # type: ignore[empty-body]
+    """Run read-only capacity and worker-image checks; never create or change anything.
+
+    Called after configuration, credential and broker-version checks pass. Return one
+    :class:`~autocad_bench.infrastructure.models.CheckResult` per check and the number of
+    sandboxes the batch may run at once (``admitted_wave``, at most
+    ``request.max_concurrency``). A failed check blocks execute mode.
+    """
+
+
+@hookspec(firstresult=True)
+def build_rollout_command(request: RolloutLaunchRequest) -> RolloutCommand:  # type: ignore[empty-body]
+    """Wrap ``request.child_command`` in one command that owns the worker lifecycle.
+
+    Called once per rollout in subprocess mode. The returned command must launch an
+    isolated desktop, make its broker reachable, run the exact child command with the
+    broker URL and token in the child's environment, evaluate, release, clean up in a
+    ``finally``, and exit with the child's exit code (nonzero when evaluation failed).
+    """
+
+
+@hookspec(firstresult=True)
+def run_shared(request: RolloutLaunchRequest, child: SharedChild) -> int:  # type: ignore[empty-body]
+    """Run the same lifecycle in-process and return the exit code subprocess mode would give.
+
+    Called once per rollout in shared mode, on a worker thread of its own; create your own
+    event loop (``asyncio.run``) if you need one and call ``await child.run(environ)`` where
+    subprocess mode would exec the child command.
+    """
+
+
+@hookspec(firstresult=True)
+def create_trace_publisher(request: TracePublisherRequest) -> TracePublisher | None:  # type: ignore[empty-body]
+    """Return a publisher that mirrors live artifacts, or ``None`` if this backend has none.
+
+    Called once per batch when ``AUTOCAD_BENCH_TRACE_DESTINATION`` is set.
+    """
+
+
+@hookspec(firstresult=True)
+def reap_batch(request: ReapRequest) -> ReapReport:  # type: ignore[empty-body]
+    """Best-effort, idempotent cleanup of everything the batch may have left behind.
+
+    Called once at batch exit (also after failures and interrupts) and by the operator
+    after a crashed controller. Calling it twice must be harmless.
+    """
+
+
+# --- interrupted-run recovery (optional second protocol) ---------------------------------
+
+
+@hookspec(firstresult=True)
+def validate_recovery_spec(spec: InfrastructureSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
+    """Validate reconnect-only settings; return every problem (empty list when valid)."""
+
+
+@hookspec(firstresult=True)
+def create_recovery_session(spec: InfrastructureSpec) -> Any:
+    """Create the recovery control-plane client passed as ``session`` to the hooks below."""
+
+
+@hookspec(firstresult=True)
+def list_active_workers(session: Any, request: ActiveWorkersRequest) -> dict[str, str]:  # type: ignore[empty-body]
+    """Map rollout ids of the batch to backend worker ids (read-only)."""
+
+
+@hookspec(firstresult=True)
+def worker_id_from_log(log_text: str) -> str | None:
+    """Find a worker id in a rollout log of a run that predates durable worker indexing."""
+
+
+@hookspec(firstresult=True)
+def worker_status(session: Any, worker_id: str) -> WorkerStatus:  # type: ignore[empty-body]
+    """Tell whether a discovered worker exists and can be reconnected (read-only)."""
+
+
+@hookspec(firstresult=True)
+def build_recovery_command(request: RecoveryLaunchRequest) -> RolloutCommand:  # type: ignore[empty-body]
+    """Wrap the neutral resume command so it reconnects to ``request.worker_id``."""
+
+
+@hookspec(firstresult=True)
+def terminate_worker(session: Any, worker_id: str) -> bool:  # type: ignore[empty-body]
+    """Idempotently release a completed or exhausted worker; return ``True`` once it is gone."""
+
+
+# --- model providers ---------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def validate_model_spec(model: ModelSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
+    """Check a rollout's model id and provider options offline; return every problem."""
+
+
+@hookspec(firstresult=True)
+def credential_names(model: ModelSpec) -> list[str]:  # type: ignore[empty-body]
+    """Names of the environment variables this model needs (names only, never values)."""
+
+
+@hookspec(firstresult=True)
+def check_model_catalog(models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:  # type: ignore[empty-body]
+    """Look the models up in the provider's live catalog (read-only, may use the network)."""
+
+
+@hookspec(firstresult=True)
+def open_session(request: SessionRequest, credentials: Credentials) -> ProviderSession:  # type: ignore[empty-body]
+    """Create the per-rollout session that turns observations into action turns.
+
+    When ``request.resume_state`` is set, restore the model-visible state it describes.
+    """
+
+
+# --- observers (broadcast to every implementation) ---------------------------------------
+
+
+@hookspec
+def batch_started(event: BatchEvent) -> None:
+    """A batch passed admission and is about to start its first sandbox."""
+
+
+@hookspec
+def batch_finished(event: BatchEvent) -> None:
+    """Every rollout of the batch ended and cleanup ran."""
+
+
+@hookspec
+def rollout_state_changed(event: RolloutStateEvent) -> None:
+    """A rollout moved between queued, starting, running, evaluating, done and failed."""
+
+
+@hookspec
+def model_turn_recorded(event: ModelTurnEvent) -> None:
+    """A model turn (request, response, usage, validation outcome) was written to the trace."""

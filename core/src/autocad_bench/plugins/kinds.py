@@ -1,0 +1,42 @@
+"""The three plugin kinds, their entry-point groups and the extras that install known names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from autocad_bench.hookspecs import (
+    INFRASTRUCTURE_HOOKS,
+    PROVIDER_HOOKS,
+)
+
+Kind = Literal["infrastructure", "providers", "observers"]
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: Kind
+    noun: str
+    group: str
+    required_hooks: tuple[str, ...]
+    extras: dict[str, str]
+
+
+KINDS: dict[Kind, KindInfo] = {
+    "infrastructure": KindInfo(
+        "infrastructure",
+        "backend",
+        "autocad_bench.infrastructure",
+        tuple(h for h in INFRASTRUCTURE_HOOKS if h != "create_trace_publisher"),
+        {"aws": "aws", "local-hyperv": "hyperv", "local-xvfb": "xvfb"},
+    ),
+    "providers": KindInfo(
+        "providers",
+        "provider",
+        "autocad_bench.providers",
+        ("open_session",),
+        {n: n for n in ("openai", "openrouter", "anthropic", "fireworks", "mantle", "bedrock")},
+    ),
+    "observers": KindInfo("observers", "observer", "autocad_bench.observers", (), {}),
+}
+

@@ -1,0 +1,58 @@
+"""Atomic file replacement: a reader sees the old bytes or the new bytes, never a mix.
+
+Every state file of a batch (batch-state.json, run-state.json, result.json, ...) is written
+through here: write a temporary file in the same directory, fsync it, rename it over the
+target, fsync the directory. A crash at any instant leaves valid JSON behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically; the parent directory must exist."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    """Serialize ``value`` (sorted keys, 2-space indent, trailing newline) and replace ``path``."""
+    data = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    atomic_write_bytes(path, data.encode("utf-8"))
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file written by :func:`atomic_write_json`."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Without this the rename itself may be lost on power failure.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+

@@ -1,0 +1,1 @@
+"""autocad-bench local-xvfb backend."""
