@@ -136,7 +136,7 @@ def run_shared(request: RolloutLaunchRequest, child: SharedChild) -> int:  # typ
 
 
 @hookspec(firstresult=True)
-def create_trace_publisher(request: TracePublisherRequest) -> TracePublisher | None:  # type: ignore[empty-body]
+def create_trace_publisher(request: TracePublisherRequest) -> TracePublisher | None:
     """Return a publisher that mirrors live artifacts, or ``None`` if this backend has none.
 
     Called once per batch when ``AUTOCAD_BENCH_TRACE_DESTINATION`` is set.

@@ -26,8 +26,7 @@ def problems_from_validation_error(error: ValidationError, location: str) -> lis
     """One :class:`Problem` per pydantic error; ``location`` is ``"file: $.path"``."""
     problems = []
     for item in error.errors(include_url=False, include_input=False):
-        # Tagged unions and function validators add non-field segments: drop them.
-        loc = [p for p in item["loc"] if not (isinstance(p, str) and ("[" in p or "-" in p and p.startswith("function")))]
+        loc = [p for p in item["loc"] if not (isinstance(p, str) and _is_validator_segment(p))]
         path = location + json_path(loc, root="")
         message = item["msg"]
         if item["type"] == "extra_forbidden":
@@ -36,3 +35,8 @@ def problems_from_validation_error(error: ValidationError, location: str) -> lis
             message = "required field is missing"
         problems.append(Problem(path, message))
     return problems
+
+
+def _is_validator_segment(part: str) -> bool:
+    # Union members ("list[str]") and function validators ("function-after[...]") name no field.
+    return "[" in part or part.startswith("function-")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.models import EnvName, Identifier, JsonObject, StrictModel
 
@@ -198,6 +198,6 @@ class ActiveWorkersRequest(StrictModel):
 BROKER_URL_ENV = "AUTOCAD_BENCH_BROKER_URL"
 """Variable through which a backend tells the child harness where its broker listens."""
 
-BROKER_TOKEN_ENV = "AUTOCAD_BENCH_BROKER_TOKEN"  # noqa: S105 - a variable name, not a secret
+BROKER_TOKEN_ENV = "AUTOCAD_BENCH_BROKER_TOKEN"
 """Variable holding the per-rollout broker bearer token (only in the child's environment)."""
 

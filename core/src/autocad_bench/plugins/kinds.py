@@ -7,7 +7,6 @@ from typing import Literal
 
 from autocad_bench.hookspecs import (
     INFRASTRUCTURE_HOOKS,
-    PROVIDER_HOOKS,
 )
 
 Kind = Literal["infrastructure", "providers", "observers"]

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 from autocad_bench.errors import Problem
 from autocad_bench.hookspecs import PROVIDER_HOOKS, hookimpl
+from autocad_bench.plugins.base import PluginBase
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.plugins.base import PluginBase
 
 
 class ModelProvider(PluginBase, abc.ABC):

@@ -23,6 +23,9 @@ class ModelSpec(StrictModel):
     provider: str
     model: str
     options: JsonObject = Field(default_factory=dict)
+    base_dir: Path | None = Field(
+        default=None, description="directory that relative paths in ``options`` are resolved against"
+    )
 
 
 class CatalogEntry(StrictModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 
 from autocad_bench.models import JsonObject
-from autocad_bench.providers.models import Observation, ModelTurn
+from autocad_bench.providers.models import ModelTurn, Observation
 
 
 class ProviderSession(abc.ABC):

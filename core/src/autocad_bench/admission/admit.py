@@ -1,0 +1,348 @@
+"""The admission sequence: every check that must pass before the first sandbox starts.
+
+Configuration problems (steps 1-3 and the offline parts of 4 and 6) are collected and
+raised together as one :class:`ConfigError`; environment checks (credentials, backend
+preflight, model catalogs) become report entries so plan mode shows all of them at once.
+Nothing here creates or changes external state.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autocad_bench.admission.report import AdmissionCheck, AssignmentReport, PlanReport
+from autocad_bench.admission.suites import resolve_task_suite
+from autocad_bench.config.loading import LoadedConfig
+from autocad_bench.config.models import BudgetConfig, RolloutEntry
+from autocad_bench.config.secrets import literal_credentials
+from autocad_bench.errors import ConfigError, PluginError, Problem
+from autocad_bench.infrastructure.models import (
+    REJECTED_BROKER_VERSIONS,
+    SUPPORTED_BROKER_VERSIONS,
+    AssignmentView,
+    PreflightReport,
+    PreflightRequest,
+)
+from autocad_bench.plugins.host import PluginHandle, PluginHost
+from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec
+
+
+@dataclass(slots=True)
+class AdmissionOptions:
+    """Operator choices that change admission (CLI flags)."""
+
+    allow_partial: bool = False
+    skip_direct_model_check: bool = False
+    mode: str = "plan"
+    batch_id: str = "plan"
+
+
+@dataclass(slots=True)
+class Admission:
+    """The outcome: the report, plus the loaded plugins execute mode goes on to use."""
+
+    report: PlanReport
+    backend: PluginHandle
+    providers: dict[str, PluginHandle] = field(default_factory=dict)
+    credential_names: dict[str, list[str]] = field(default_factory=dict)
+
+
+def model_spec(entry: RolloutEntry, base_dir: Path | None = None) -> ModelSpec:
+    """The provider-facing view of a rollout entry; relative option paths resolve against ``base_dir``."""
+    return ModelSpec(provider=entry.provider, model=entry.model, options=entry.provider_options,
+                     base_dir=base_dir)
+
+
+def admit(
+    loaded: LoadedConfig,
+    host: PluginHost,
+    environ: Mapping[str, str],
+    budgets: BudgetConfig,
+    options: AdmissionOptions,
+) -> Admission:
+    """Run the admission sequence; raise :class:`ConfigError` for configuration problems."""
+    config = loaded.config
+    problems: list[Problem] = []
+    problems += _unique_ids(loaded)
+    problems += _unique_assignments(loaded)
+    problems += _expected_count(loaded, options.allow_partial)
+    problems += _task_suite(loaded)
+    providers, provider_problems = _load_providers(loaded, host)
+    problems += provider_problems
+    problems += _broker_version(loaded)
+    problems += literal_credentials(config.infrastructure.settings, loaded.at("$.infrastructure.settings"))
+    backend: PluginHandle | None = None
+    try:
+        backend = host.infrastructure(config.infrastructure.backend)
+    except PluginError as error:
+        problems += [Problem(loaded.at("$.infrastructure.backend"), str(p)) for p in error.problems]
+    if backend is not None and not problems:
+        problems += backend.call(
+            "validate_spec", spec=config.infrastructure, location=loaded.at("$.infrastructure")
+        ) or []
+    if problems:
+        raise ConfigError(problems)
+    assert backend is not None
+
+    checks: list[AdmissionCheck] = [
+        AdmissionCheck(step=1, name="config_parsed", passed=True,
+                       reason="valid JSON; no unknown fields"),
+        AdmissionCheck(step=2, name="unique_assignments", passed=True,
+                       reason=f"{len(config.rollouts)} unique rollout ids and assignments"),
+        _count_check(loaded, options.allow_partial),
+    ]
+    names, credentials_check = _credentials(loaded, providers, environ)
+    checks.append(credentials_check)
+    checks.append(AdmissionCheck(step=6, name="broker_version", passed=True,
+                                 reason=f"{config.infrastructure.broker_version} is supported"))
+    preflight = _preflight(loaded, backend, options)
+    checks.extend(
+        AdmissionCheck(step=7 if ("quota" in c.name or "capacity" in c.name) else 6,
+                       name=f"preflight.{c.name}", passed=c.passed, reason=c.reason,
+                       details=c.details)
+        for c in preflight.checks
+    )
+    checks.extend(_catalog(loaded, providers, environ, names, options))
+    passed = all(c.passed for c in checks)
+    enabled = config.enabled_rollouts
+    report = PlanReport(
+        mode="execute" if options.mode == "execute" else "plan",
+        config=loaded.label,
+        name=config.name,
+        passed=passed,
+        infrastructure_backend=backend.name,
+        broker_version=config.infrastructure.broker_version,
+        execution_mode=config.execution_mode,
+        expected_rollouts=config.expected_rollouts,
+        enabled_rollouts=len(enabled),
+        allow_partial=options.allow_partial,
+        max_concurrency=config.max_concurrency,
+        admitted_wave=min(preflight.admitted_wave, len(enabled), config.max_concurrency),
+        budgets=budgets,
+        checks=checks,
+        assignments=[
+            AssignmentReport(rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider,
+                             model=r.model, enabled=r.enabled, infrastructure_backend=backend.name)
+            for r in config.rollouts
+        ],
+    )
+    return Admission(report=report, backend=backend, providers=providers, credential_names=names)
+
+
+# --- step 2 ------------------------------------------------------------------------------
+
+
+def _unique_ids(loaded: LoadedConfig) -> list[Problem]:
+    first: dict[str, int] = {}
+    problems = []
+    for index, entry in enumerate(loaded.config.rollouts):
+        if entry.rollout_id in first:
+            problems.append(Problem(
+                loaded.at(f"$.rollouts[{index}].rollout_id"),
+                f"duplicate rollout id {entry.rollout_id!r} (first at $.rollouts[{first[entry.rollout_id]}])",
+            ))
+        else:
+            first[entry.rollout_id] = index
+    return problems
+
+
+def _unique_assignments(loaded: LoadedConfig) -> list[Problem]:
+    first: dict[tuple[str, str, str], int] = {}
+    problems = []
+    for index, entry in enumerate(loaded.config.rollouts):
+        if not entry.enabled:
+            continue
+        key = (entry.task_id, entry.provider, entry.model)
+        if key in first:
+            problems.append(Problem(
+                loaded.at(f"$.rollouts[{index}]"),
+                f"duplicate assignment task {key[0]!r} / provider {key[1]!r} / model {key[2]!r} "
+                f"(first at $.rollouts[{first[key]}])",
+            ))
+        else:
+            first[key] = index
+    return problems
+
+
+# --- step 3 ------------------------------------------------------------------------------
+
+
+def _expected_count(loaded: LoadedConfig, allow_partial: bool) -> list[Problem]:
+    config = loaded.config
+    enabled = len(config.enabled_rollouts)
+    if enabled == 0:
+        return [Problem(loaded.at("$.rollouts"), "no rollout is enabled")]
+    if allow_partial or enabled == config.expected_rollouts:
+        return []
+    return [Problem(
+        loaded.at("$.expected_rollouts"),
+        f"expects {config.expected_rollouts} enabled rollouts but the config enables {enabled} "
+        "(pass --allow-partial only for a deliberately smaller experiment)",
+    )]
+
+
+def _count_check(loaded: LoadedConfig, allow_partial: bool) -> AdmissionCheck:
+    config = loaded.config
+    enabled = len(config.enabled_rollouts)
+    if enabled == config.expected_rollouts:
+        reason = f"{enabled} enabled rollouts, as expected"
+    else:
+        reason = f"{enabled} of {config.expected_rollouts} expected rollouts enabled (--allow-partial)"
+    if config.task_suite:
+        reason += f"; every model runs task suite {config.task_suite!r} in order"
+    return AdmissionCheck(step=3, name="expected_rollouts", passed=True, reason=reason,
+                          details={"enabled": enabled, "expected": config.expected_rollouts,
+                                   "allow_partial": allow_partial})
+
+
+def _task_suite(loaded: LoadedConfig) -> list[Problem]:
+    config = loaded.config
+    if not config.task_suite:
+        return []
+    try:
+        suite = resolve_task_suite(config.task_suite, loaded.path.parent, loaded.at("$.task_suite"))
+    except ConfigError as error:
+        return list(error.problems)
+    by_model: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for entry in config.enabled_rollouts:
+        by_model[(entry.provider, entry.model)].append(entry.task_id)
+    problems = []
+    for (provider, model), tasks in by_model.items():
+        if tasks != suite:
+            problems.append(Problem(
+                loaded.at("$.rollouts"),
+                f"{provider}/{model} runs tasks {tasks} but task suite {config.task_suite!r} "
+                f"is {suite} (same tasks, same order)",
+            ))
+    return problems
+
+
+# --- step 4 ------------------------------------------------------------------------------
+
+
+def _load_providers(loaded: LoadedConfig, host: PluginHost) -> tuple[dict[str, PluginHandle], list[Problem]]:
+    providers: dict[str, PluginHandle] = {}
+    failed: set[str] = set()
+    problems: list[Problem] = []
+    for index, entry in enumerate(loaded.config.rollouts):
+        if not entry.enabled:
+            continue
+        where = loaded.at(f"$.rollouts[{index}]")
+        if entry.provider in failed:
+            continue
+        if entry.provider not in providers:
+            try:
+                providers[entry.provider] = host.provider(entry.provider)
+            except PluginError as error:
+                failed.add(entry.provider)
+                problems += [Problem(f"{where}.provider", str(p)) for p in error.problems]
+                continue
+        problems += providers[entry.provider].call(
+            "validate_model_spec", model=model_spec(entry, loaded.path.parent), location=where
+        ) or []
+    return providers, problems
+
+
+def _credentials(
+    loaded: LoadedConfig, providers: Mapping[str, PluginHandle], environ: Mapping[str, str]
+) -> tuple[dict[str, list[str]], AdmissionCheck]:
+    config = loaded.config
+    needed: dict[str, list[str]] = defaultdict(list)
+    names_by_rollout: dict[str, list[str]] = {}
+    for entry in config.enabled_rollouts:
+        spec = model_spec(entry, loaded.path.parent)
+        names = list(providers[entry.provider].call("credential_names", model=spec) or [])
+        names_by_rollout[entry.rollout_id] = names
+        for name in names:
+            needed[name].append(entry.rollout_id)
+    judge = config.evaluation.judge
+    if config.evaluation.enabled and judge is not None and judge.enabled:
+        needed[judge.credential_env].append("vision judge")
+    missing = sorted(name for name in needed if not environ.get(name))
+    if missing:
+        reason = "missing environment variables: " + "; ".join(
+            f"{name} (needed by {', '.join(needed[name])})" for name in missing
+        )
+        check = AdmissionCheck(step=4, name="credentials", passed=False, reason=reason,
+                               details={"missing": list(missing)})
+    else:
+        present = sorted(needed)
+        check = AdmissionCheck(
+            step=4, name="credentials", passed=True,
+            reason=f"present: {', '.join(present)}" if present else "no credentials needed",
+            details={"present": present},
+        )
+    return names_by_rollout, check
+
+
+# --- step 6/7 ----------------------------------------------------------------------------
+
+
+def _broker_version(loaded: LoadedConfig) -> list[Problem]:
+    version = loaded.config.infrastructure.broker_version
+    if version in SUPPORTED_BROKER_VERSIONS:
+        return []
+    where = loaded.at("$.infrastructure.broker_version")
+    if version in REJECTED_BROKER_VERSIONS:
+        return [Problem(where, f"{version!r} is not supported: {REJECTED_BROKER_VERSIONS[version]}")]
+    return [Problem(where, f"{version!r} is not a supported broker version "
+                           f"(supported: {', '.join(SUPPORTED_BROKER_VERSIONS)})")]
+
+
+def _preflight(loaded: LoadedConfig, backend: PluginHandle, options: AdmissionOptions) -> PreflightReport:
+    config = loaded.config
+    request = PreflightRequest(
+        batch_id=options.batch_id,
+        spec=config.infrastructure,
+        assignments=tuple(
+            AssignmentView(rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider, model=r.model)
+            for r in config.enabled_rollouts
+        ),
+        max_concurrency=config.max_concurrency,
+    )
+    report = backend.call("preflight", request=request)
+    if not isinstance(report, PreflightReport):
+        raise PluginError(f"backend {backend.name!r} preflight returned {type(report).__name__}, "
+                          "not a PreflightReport")
+    return report
+
+
+# --- step 8 ------------------------------------------------------------------------------
+
+
+def _catalog(
+    loaded: LoadedConfig,
+    providers: Mapping[str, PluginHandle],
+    environ: Mapping[str, str],
+    names_by_rollout: Mapping[str, list[str]],
+    options: AdmissionOptions,
+) -> list[AdmissionCheck]:
+    if options.skip_direct_model_check:
+        return [AdmissionCheck(step=8, name="model_catalog", passed=options.mode != "execute",
+                               reason="skipped (--skip-direct-model-check); execute mode never skips it")]
+    by_provider: dict[str, list[RolloutEntry]] = defaultdict(list)
+    for entry in loaded.config.enabled_rollouts:
+        by_provider[entry.provider].append(entry)
+    checks = []
+    for provider, entries in sorted(by_provider.items()):
+        names = sorted({n for e in entries for n in names_by_rollout[e.rollout_id]})
+        if any(not environ.get(n) for n in names):
+            checks.append(AdmissionCheck(step=8, name=f"model_catalog.{provider}", passed=False,
+                                         reason="not checked: credentials missing"))
+            continue
+        specs = list({(e.model, str(e.provider_options)): model_spec(e, loaded.path.parent)
+                      for e in entries}.values())
+        entries_out: list[CatalogEntry] = providers[provider].call(
+            "check_model_catalog", models=specs, credentials=Credentials.from_environ(names, environ)
+        ) or []
+        unavailable = [e for e in entries_out if not e.available]
+        reason = "; ".join(f"{e.model}: {e.reason or 'available'}" for e in entries_out)
+        checks.append(AdmissionCheck(
+            step=8, name=f"model_catalog.{provider}", passed=not unavailable and len(entries_out) > 0,
+            reason=reason or "provider returned no catalog entries",
+            details={"models": [e.model_dump(mode="json") for e in entries_out]},
+        ))
+    return checks

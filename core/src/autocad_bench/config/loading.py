@@ -1,0 +1,121 @@
+"""Reading a batch configuration file into a :class:`BatchConfig` with located errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from autocad_bench.config.models import BatchConfig, BudgetConfig
+from autocad_bench.errors import ConfigError, Problem
+from autocad_bench.validation import problems_from_validation_error
+
+MAX_COST_ENV = "AUTOCAD_BENCH_MAX_COST_USD"
+MAX_DURATION_ENV = "AUTOCAD_BENCH_MAX_DURATION_S"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated configuration and where it came from (``label`` prefixes every location)."""
+
+    config: BatchConfig
+    path: Path
+    label: str
+
+    def at(self, json_path: str) -> str:
+        """``"file: $.rollouts[0].model"`` for a path like ``"$.rollouts[0].model"``."""
+        return f"{self.label}: {json_path}"
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_config_text(text: str, label: str) -> BatchConfig:
+    """Parse and validate configuration text; raise :class:`ConfigError` naming every problem."""
+    try:
+        data = json.loads(
+            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+        )
+    except _DuplicateKey as dup:
+        raise ConfigError([Problem(label, f"duplicate key {dup.key!r} in a JSON object")]) from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            [Problem(f"{label}:{error.lineno}:{error.colno}", f"invalid JSON: {error.msg}")]
+        ) from None
+    except (ValueError, RecursionError) as error:
+        raise ConfigError([Problem(label, f"invalid JSON: {error}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([Problem(f"{label}: $", "the configuration must be a JSON object")])
+    try:
+        return BatchConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(problems_from_validation_error(error, f"{label}: $")) from None
+
+
+def load_config(path: Path | str) -> LoadedConfig:
+    """Read ``path``; raise :class:`ConfigError` if it is unreadable or invalid."""
+    path = Path(path)
+    label = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([Problem(label, "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError([Problem(label, f"cannot read: {error}")]) from None
+    return LoadedConfig(parse_config_text(text, label), path, label)
+
+
+def effective_budgets(
+    budgets: BudgetConfig,
+    *,
+    environ: Mapping[str, str],
+    max_cost_usd: float | None = None,
+    max_duration_s: float | None = None,
+    max_turns: int | None = None,
+) -> BudgetConfig:
+    """Apply per-rollout caps: CLI flags win over environment, environment over the file."""
+    updates: dict[str, float | int] = {}
+    problems: list[Problem] = []
+    for field, env_name in (("max_cost_usd", MAX_COST_ENV), ("max_duration_s", MAX_DURATION_ENV)):
+        raw = environ.get(env_name)
+        if raw is None or raw.strip() == "":
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            problems.append(Problem(f"environment {env_name}", "must be a positive number"))
+            continue
+        if not value > 0 or value == float("inf"):
+            problems.append(Problem(f"environment {env_name}", "must be a positive number"))
+            continue
+        updates[field] = value
+    if problems:
+        raise ConfigError(problems)
+    for field, flag_value in (
+        ("max_cost_usd", max_cost_usd),
+        ("max_duration_s", max_duration_s),
+        ("max_turns", max_turns),
+    ):
+        if flag_value is not None:
+            updates[field] = flag_value
+    return budgets.model_copy(update=updates)

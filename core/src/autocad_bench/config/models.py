@@ -1,0 +1,71 @@
+"""The batch configuration file (JSON), validated with unknown fields rejected."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from autocad_bench.infrastructure.models import InfrastructureSpec
+from autocad_bench.models import EnvName, Identifier, JsonObject, StrictModel
+
+DEFAULT_MAX_ACTIONS = 5000
+DEFAULT_MAX_CONSECUTIVE_INVALID_TURNS = 10
+
+
+class RolloutEntry(StrictModel):
+    """One (task, provider, model) assignment; ``rollout_id`` names its output directory."""
+
+    rollout_id: Identifier
+    task_id: str = Field(min_length=1)
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    enabled: bool = True
+    provider_options: JsonObject = Field(default_factory=dict)
+
+
+class BudgetConfig(StrictModel):
+    """Per-rollout limits. The action and invalid-turn limits are the benchmark contract."""
+
+    max_actions: int = Field(default=DEFAULT_MAX_ACTIONS, ge=1)
+    max_consecutive_invalid_turns: int = Field(default=DEFAULT_MAX_CONSECUTIVE_INVALID_TURNS, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_duration_s: float | None = Field(default=None, gt=0)
+    max_turns: int | None = Field(default=None, ge=1)
+
+
+class JudgeConfig(StrictModel):
+    """The vision judge: a separate score, never merged into the deterministic one."""
+
+    enabled: bool = True
+    model: str = Field(default="gpt-5.1", min_length=1)
+    credential_env: EnvName = "OPENAI_API_KEY"
+
+
+class EvaluationConfig(StrictModel):
+    """Trusted post-rollout evaluation. Disable only for deliberate unevaluated runs."""
+
+    enabled: bool = True
+    evaluator_version: str | None = None
+    gold_cache: str | None = None
+    bucket: str | None = None
+    judge: JudgeConfig | None = None
+
+
+class BatchConfig(StrictModel):
+    """A benchmark batch: assignments, concurrency, infrastructure, evaluation, budgets."""
+
+    name: str | None = None
+    expected_rollouts: int = Field(ge=0)
+    task_suite: str | None = None
+    max_concurrency: int = Field(default=1, ge=1)
+    execution_mode: Literal["shared", "subprocess"] = "shared"
+    infrastructure: InfrastructureSpec
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    budgets: BudgetConfig = Field(default_factory=BudgetConfig)
+    pricing: JsonObject | None = None
+    rollouts: list[RolloutEntry] = Field(min_length=1)
+
+    @property
+    def enabled_rollouts(self) -> list[RolloutEntry]:
+        return [r for r in self.rollouts if r.enabled]

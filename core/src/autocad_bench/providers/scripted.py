@@ -1,0 +1,116 @@
+"""The built-in ``scripted`` provider: replays action batches from a JSONL file.
+
+Each line of the script is one model turn: the argument object of a ``computer_action``
+call (``{"actions": [...]}``). When the script runs out the provider ends the rollout with
+a ``done`` action. It needs no credentials, so the whole pipeline (desktop, broker,
+traces, evaluation) runs end to end without an API key; replaying a task's reference
+solution is how the task suite proves every task solvable.
+
+Options: ``script`` (path, relative to the configuration file), optional
+``latency_s`` (simulated model latency per turn, for load tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from autocad_bench.errors import Problem
+from autocad_bench.models import JsonObject
+from autocad_bench.providers.base import ModelProvider
+from autocad_bench.providers.models import (
+    Credentials,
+    ModelSpec,
+    ModelTurn,
+    Observation,
+    SessionRequest,
+    TokenUsage,
+)
+from autocad_bench.providers.session import ProviderSession
+from autocad_bench.validation import problems_from_validation_error
+
+
+class ScriptedOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    script: str = Field(min_length=1)
+    latency_s: float = Field(default=0.0, ge=0, le=600)
+
+
+def _script_path(model: ModelSpec, options: ScriptedOptions) -> Path:
+    path = Path(options.script)
+    if not path.is_absolute() and model.base_dir is not None:
+        path = model.base_dir / path
+    return path
+
+
+def load_script(path: Path) -> list[JsonObject | None]:
+    """Read a script: one JSON value per non-empty line (kept raw: the harness validates it)."""
+    turns: list[JsonObject | None] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            turns.append(json.loads(line))
+        except ValueError as error:
+            raise ValueError(f"{path}:{number}: not JSON: {error}") from None
+    return turns
+
+
+class ScriptedProvider(ModelProvider):
+    name: ClassVar[str] = "scripted"
+
+    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
+        try:
+            options = ScriptedOptions.model_validate(model.options)
+        except ValidationError as error:
+            return problems_from_validation_error(error, f"{location}.provider_options")
+        path = _script_path(model, options)
+        try:
+            load_script(path)
+        except FileNotFoundError:
+            return [Problem(f"{location}.provider_options.script", f"script not found: {path}")]
+        except (OSError, ValueError) as error:
+            return [Problem(f"{location}.provider_options.script", str(error))]
+        return []
+
+    def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
+        options = ScriptedOptions.model_validate(request.model.options)
+        path = _script_path(request.model, options)
+        return ScriptedSession(load_script(path), options.latency_s, request.resume_state)
+
+
+class ScriptedSession(ProviderSession):
+    """Returns the script's turns in order; ``position`` is the whole model-visible state."""
+
+    def __init__(self, turns: list[JsonObject | None], latency_s: float,
+                 resume_state: JsonObject | None) -> None:
+        self._turns = turns
+        self._latency_s = latency_s
+        position = (resume_state or {}).get("position", 0)
+        self._position = position if isinstance(position, int) else 0
+
+    async def next_turn(self, observation: Observation) -> ModelTurn:
+        if self._latency_s:
+            await asyncio.sleep(self._latency_s)
+        index = self._position
+        # Past the end of the script the model "says" done, like a model that has finished.
+        done: JsonObject = {"actions": [{"type": "done"}]}
+        action_input = self._turns[index] if index < len(self._turns) else done
+        self._position += 1
+        digest = hashlib.sha256(f"{index}".encode()).hexdigest()[:16]
+        return ModelTurn(
+            tool_use_id=f"scripted-{index}-{digest}",
+            action_input=action_input,
+            usage=TokenUsage(),
+            response_id=f"scripted-{index}",
+            stop_reason="tool_use",
+        )
+
+    def checkpoint(self) -> JsonObject:
+        return {"position": self._position}

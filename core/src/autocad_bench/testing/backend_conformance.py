@@ -1,0 +1,187 @@
+"""The backend conformance suite: the plugin contract as tests an author inherits.
+
+Subclass :class:`BackendConformance` in a class named ``Test...`` and override the
+fixtures below; pytest then runs every ``test_*`` method against your backend::
+
+    class TestMyBackend(BackendConformance):
+        @pytest.fixture
+        def backend(self):
+            return MyBackend()
+
+        @pytest.fixture
+        def valid_spec(self):
+            return InfrastructureSpec(backend="my-backend", broker_version=..., settings={...})
+
+What it proves: the plugin registers with no stray or misspelled hooks; ``validate_spec``
+accepts the valid spec, reports located problems for bad ones and never raises;
+``preflight`` is read-only (``external_state`` is unchanged by it) and admits at most what
+was asked; ``build_rollout_command`` keeps the exact child command and puts no secret in
+argv; ``reap_batch`` is idempotent, also for a batch that never launched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autocad_bench.errors import Problem
+from autocad_bench.infrastructure.models import (
+    AssignmentView,
+    EvaluationArguments,
+    InfrastructureSpec,
+    PreflightReport,
+    PreflightRequest,
+    ReapReport,
+    ReapRequest,
+    RolloutCommand,
+    RolloutLaunchRequest,
+)
+from autocad_bench.plugins import PluginHandle, PluginHost, PluginRegistry
+
+CONFORMANCE_SECRET = "conformance-secret-value-7f3a9c"
+
+
+class BackendConformance:
+    """Inherit this in a ``Test*`` class; override :meth:`backend` and :meth:`valid_spec`."""
+
+    # --- fixtures an author overrides ----------------------------------------------------
+
+    @pytest.fixture
+    def backend(self) -> object:
+        """The plugin instance (or class) under test."""
+        raise NotImplementedError("override the 'backend' fixture")
+
+    @pytest.fixture
+    def valid_spec(self) -> InfrastructureSpec:
+        """A spec ``validate_spec`` must accept and ``preflight`` can run against."""
+        raise NotImplementedError("override the 'valid_spec' fixture")
+
+    @pytest.fixture
+    def invalid_specs(self, valid_spec: InfrastructureSpec) -> list[InfrastructureSpec]:
+        """Specs ``validate_spec`` must reject (default: an unknown flat field, junk settings)."""
+        data = valid_spec.model_dump()
+        return [
+            InfrastructureSpec.model_validate({**data, "no_such_field_xyz": 1}),
+            InfrastructureSpec.model_validate({**data, "settings": {"no_such_setting_xyz": [1, 2]}}),
+        ]
+
+    @pytest.fixture
+    def external_state(self, tmp_path: Path) -> Callable[[], Hashable]:
+        """A snapshot of the external state preflight must not change (default: files in tmp_path)."""
+
+        def snapshot() -> Hashable:
+            return tuple(
+                (str(p.relative_to(tmp_path)), hashlib.sha256(p.read_bytes()).hexdigest())
+                for p in sorted(tmp_path.rglob("*")) if p.is_file()
+            )
+
+        return snapshot
+
+    @pytest.fixture
+    def secret_env(self, monkeypatch: pytest.MonkeyPatch) -> str:
+        """A canary secret in the environment, which must never reach argv."""
+        monkeypatch.setenv("AUTOCAD_BENCH_CONFORMANCE_SECRET", CONFORMANCE_SECRET)
+        return CONFORMANCE_SECRET
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    @pytest.fixture
+    def handle(self, backend: object) -> PluginHandle:
+        registry = PluginRegistry()
+        registry.register("infrastructure", backend)
+        name = str(getattr(backend, "name", ""))
+        # Only the plugin under test: an installed copy of it must not count as a duplicate.
+        host = PluginHost(registry=registry, environ={}, entry_point_source=lambda group: ())
+        return host.infrastructure(name)
+
+    @staticmethod
+    def _launch_request(spec: InfrastructureSpec, tmp_path: Path) -> RolloutLaunchRequest:
+        return RolloutLaunchRequest(
+            batch_id="conformance-batch",
+            rollout_id="conformance-rollout",
+            attempt_id="conformance-attempt",
+            task_id="conformance-task",
+            spec=spec,
+            child_command=("autocad-bench-pilot", "--rollout-dir", str(tmp_path / "r"), "--x", "a b"),
+            output_dir=tmp_path / "r",
+            log_path=tmp_path / "r.log",
+            evaluation=EvaluationArguments(enabled=False, task_id="conformance-task"),
+            child_environment_names=("AUTOCAD_BENCH_CONFORMANCE_SECRET",),
+        )
+
+    # --- the contract --------------------------------------------------------------------
+
+    def test_registers_with_only_known_hooks(self, handle: PluginHandle) -> None:
+        for hook in ("validate_spec", "preflight", "build_rollout_command", "run_shared", "reap_batch"):
+            assert handle.implements(hook), f"backend does not implement {hook}"
+
+    def test_valid_spec_has_no_problems(self, handle: PluginHandle, valid_spec: InfrastructureSpec) -> None:
+        problems = handle.call("validate_spec", spec=valid_spec, location="cfg.json: $.infrastructure")
+        assert problems == []
+
+    def test_invalid_specs_are_reported_with_locations(
+        self, handle: PluginHandle, invalid_specs: list[InfrastructureSpec]
+    ) -> None:
+        for spec in invalid_specs:
+            problems = handle.call("validate_spec", spec=spec, location="cfg.json: $.infrastructure")
+            assert problems, f"validate_spec accepted an invalid spec: {spec!r}"
+            for problem in problems:
+                assert isinstance(problem, Problem)
+                assert problem.location.startswith("cfg.json: $.infrastructure"), problem
+
+    @pytest.mark.parametrize("junk", [None, 0, "x", [], [{}], {"a": {"b": None}}, 1e308])
+    def test_validate_spec_never_raises_on_junk_settings(
+        self, handle: PluginHandle, valid_spec: InfrastructureSpec, junk: Any
+    ) -> None:
+        data = valid_spec.model_dump()
+        spec = InfrastructureSpec.model_validate({**data, "settings": {"k": junk}})
+        result = handle.call("validate_spec", spec=spec, location="$")
+        assert isinstance(result, list)
+
+    def test_preflight_is_read_only_and_bounded(
+        self,
+        handle: PluginHandle,
+        valid_spec: InfrastructureSpec,
+        external_state: Callable[[], Hashable],
+    ) -> None:
+        request = PreflightRequest(
+            batch_id="conformance-batch",
+            spec=valid_spec,
+            assignments=tuple(
+                AssignmentView(rollout_id=f"r{i}", task_id="t", provider="scripted", model=f"m{i}")
+                for i in range(3)
+            ),
+            max_concurrency=2,
+        )
+        before = external_state()
+        first = handle.call("preflight", request=request)
+        second = handle.call("preflight", request=request)
+        assert external_state() == before, "preflight changed external state"
+        for report in (first, second):
+            assert isinstance(report, PreflightReport)
+            assert 0 <= report.admitted_wave <= 2
+            assert report.checks, "preflight must report at least one check"
+
+    def test_rollout_command_runs_the_exact_child_and_hides_secrets(
+        self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path, secret_env: str
+    ) -> None:
+        request = self._launch_request(valid_spec, tmp_path)
+        command = handle.call("build_rollout_command", request=request)
+        assert isinstance(command, RolloutCommand)
+        argv, child = list(command.argv), list(request.child_command)
+        assert any(argv[i:i + len(child)] == child for i in range(len(argv))) or any(
+            all(part in arg for part in child) for arg in argv
+        ), "the child command must appear unchanged in the lifecycle command"
+        assert all(secret_env not in arg for arg in argv), "a secret value reached argv"
+        assert all(secret_env not in v for v in command.environment.values())
+
+    def test_reap_is_idempotent(self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path) -> None:
+        request = ReapRequest(batch_id="conformance-never-launched", spec=valid_spec, output_dir=tmp_path)
+        first = handle.call("reap_batch", request=request)
+        second = handle.call("reap_batch", request=request)
+        assert isinstance(first, ReapReport) and isinstance(second, ReapReport)
+        assert second.cleaned == () and second.errors == ()

@@ -1,0 +1,158 @@
+"""``example-pool``: lease one desktop of a fixed pool per rollout.
+
+Each worker is a desktop whose broker already listens at a URL. A rollout takes the first
+free worker by creating ``<lease_dir>/<n>.lease`` with ``O_EXCL`` (so two controllers
+sharing the directory never take the same desktop), runs the child with the broker URL
+and token in its environment, and removes its lease in ``finally``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from autocad_bench.infrastructure import (
+    BROKER_TOKEN_ENV,
+    BROKER_URL_ENV,
+    CheckResult,
+    InfrastructurePlugin,
+    PreflightReport,
+    PreflightRequest,
+    ReapReport,
+    ReapRequest,
+    RolloutCommand,
+    RolloutLaunchRequest,
+    SharedChild,
+)
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PoolSettings(BaseModel):
+    """``infrastructure.settings`` of the example pool."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workers: list[str] = Field(min_length=1, description="broker base URLs, one per desktop")
+    token_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                           description="environment variable holding the brokers' bearer token")
+    lease_dir: str = Field(description="directory for lease files shared by all controllers")
+    health_timeout_s: float = Field(default=5.0, gt=0, le=60)
+
+
+class ExamplePoolPlugin(InfrastructurePlugin):
+    name = "example-pool"
+    settings_model = PoolSettings
+
+    def preflight(self, request: PreflightRequest) -> PreflightReport:
+        settings: PoolSettings = self.parse_settings(request.spec)
+        token = os.environ.get(settings.token_env)
+        checks = [CheckResult(
+            name="token",
+            passed=bool(token),
+            reason=f"{settings.token_env} is set" if token else f"{settings.token_env} is not set",
+        )]
+        healthy = 0
+        for url in settings.workers:
+            ok, reason = _health(url, token or "", settings.health_timeout_s)
+            healthy += ok
+            checks.append(CheckResult(name=f"worker {url}", passed=ok, reason=reason))
+        free = sum(1 for i in range(len(settings.workers)) if not _lease_path(settings, i).exists())
+        wave = min(request.max_concurrency, len(request.assignments), free, healthy)
+        checks.append(CheckResult(
+            name="capacity",
+            passed=wave > 0,
+            reason=f"{free} of {len(settings.workers)} workers free; admitting {wave} at once",
+        ))
+        return PreflightReport(checks=tuple(checks), admitted_wave=wave)
+
+    def build_rollout_command(self, request: RolloutLaunchRequest) -> RolloutCommand:
+        settings: PoolSettings = self.parse_settings(request.spec)
+        return RolloutCommand(
+            argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
+                  json.dumps({"settings": settings.model_dump(), "batch_id": request.batch_id,
+                              "rollout_id": request.rollout_id}),
+                  "--", *request.child_command),
+            environment_names=(settings.token_env, *request.child_environment_names),
+            cwd=None,
+        )
+
+    def run_shared(self, request: RolloutLaunchRequest, child: SharedChild) -> int:
+        settings: PoolSettings = self.parse_settings(request.spec)
+        with lease_worker(settings, request.batch_id, request.rollout_id) as url:
+            environ = {BROKER_URL_ENV: url, BROKER_TOKEN_ENV: os.environ.get(settings.token_env, "")}
+            return asyncio.run(child.run(environ))
+
+    def reap_batch(self, request: ReapRequest) -> ReapReport:
+        settings: PoolSettings = self.parse_settings(request.spec)
+        cleaned, errors = [], []
+        for index in range(len(settings.workers)):
+            path = _lease_path(settings, index)
+            try:
+                owner = json.loads(path.read_text())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as error:
+                errors.append(f"{path}: {error}")
+                continue
+            if owner.get("batch_id") == request.batch_id:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                cleaned.append(f"lease {index} ({settings.workers[index]})")
+        return ReapReport(cleaned=tuple(cleaned), errors=tuple(errors))
+
+
+def _lease_path(settings: PoolSettings, index: int) -> Path:
+    return Path(settings.lease_dir) / f"{index}.lease"
+
+
+@contextlib.contextmanager
+def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str) -> Iterator[str]:
+    """Hold the first free worker for the duration of the block; raise if none is free."""
+    Path(settings.lease_dir).mkdir(parents=True, exist_ok=True)
+    for index, url in enumerate(settings.workers):
+        path = _lease_path(settings, index)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"batch_id": batch_id, "rollout_id": rollout_id, "pid": os.getpid()}, handle)
+        try:
+            yield url
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        return
+    raise RuntimeError(f"no free worker in pool {settings.lease_dir} for rollout {rollout_id}")
+
+
+def _health(url: str, token: str, timeout_s: float) -> tuple[bool, str]:
+    request = urllib.request.Request(url.rstrip("/") + "/health",
+                                     headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.status == 200, f"/health answered {response.status}"
+    except urllib.error.HTTPError as error:
+        return False, f"/health answered {error.code}"
+    except (urllib.error.URLError, OSError) as error:
+        return False, f"unreachable: {getattr(error, 'reason', error)}"
+
+
+def run_wrapped(argv: list[str]) -> int:
+    """Subprocess-mode lifecycle: lease, run the exact child command, release."""
+    spec = json.loads(argv[0])
+    child = argv[argv.index("--") + 1:]
+    settings = PoolSettings.model_validate(spec["settings"])
+    with lease_worker(settings, spec["batch_id"], spec["rollout_id"]) as url:
+        env = dict(os.environ)
+        env[BROKER_URL_ENV] = url
+        env[BROKER_TOKEN_ENV] = os.environ.get(settings.token_env, "")
+        return subprocess.run(child, env=env, check=False).returncode
