@@ -28,6 +28,7 @@ from autocad_bench.infrastructure.models import (
 )
 from autocad_bench.plugins.host import PluginHandle, PluginHost
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec
+from autocad_bench.tasks import load_task
 
 
 @dataclass(slots=True)
@@ -70,6 +71,7 @@ def admit(
     problems += _unique_assignments(loaded)
     problems += _expected_count(loaded, options.allow_partial)
     problems += _task_suite(loaded)
+    problems += _tasks(loaded, options)
     providers, provider_problems = _load_providers(loaded, host)
     problems += provider_problems
     problems += _broker_version(loaded)
@@ -217,6 +219,24 @@ def _task_suite(loaded: LoadedConfig) -> list[Problem]:
                 f"{provider}/{model} runs tasks {tasks} but task suite {config.task_suite!r} "
                 f"is {suite} (same tasks, same order)",
             ))
+    return problems
+
+
+def _tasks(loaded: LoadedConfig, options: AdmissionOptions) -> list[Problem]:
+    tasks_dir = loaded.tasks_dir
+    if tasks_dir is None:
+        if options.mode == "execute":
+            return [Problem(loaded.at("$.tasks_dir"), "execute mode needs a task directory")]
+        return []
+    if not tasks_dir.is_dir():
+        return [Problem(loaded.at("$.tasks_dir"), f"not a directory: {tasks_dir}")]
+    problems: list[Problem] = []
+    for index, entry in enumerate(loaded.config.rollouts):
+        if entry.enabled:
+            try:
+                load_task(tasks_dir, entry.task_id, loaded.at(f"$.rollouts[{index}].task_id"))
+            except ConfigError as error:
+                problems += error.problems
     return problems
 
 

@@ -26,6 +26,13 @@ class LoadedConfig:
     path: Path
     label: str
 
+    @property
+    def tasks_dir(self) -> Path | None:
+        """The configured task directory, resolved against the configuration file's directory."""
+        if self.config.tasks_dir is None:
+            return None
+        return (self.path.parent / self.config.tasks_dir).resolve()
+
     def at(self, json_path: str) -> str:
         """``"file: $.rollouts[0].model"`` for a path like ``"$.rollouts[0].model"``."""
         return f"{self.label}: {json_path}"

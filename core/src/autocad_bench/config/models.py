@@ -58,6 +58,10 @@ class BatchConfig(StrictModel):
     name: str | None = None
     expected_rollouts: int = Field(ge=0)
     task_suite: str | None = None
+    tasks_dir: str | None = Field(
+        default=None, description="directory of task folders (task.json, reference.png, template), "
+        "relative to the configuration file",
+    )
     max_concurrency: int = Field(default=1, ge=1)
     execution_mode: Literal["shared", "subprocess"] = "shared"
     infrastructure: InfrastructureSpec

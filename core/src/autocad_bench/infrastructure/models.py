@@ -119,6 +119,10 @@ class RolloutLaunchRequest(StrictModel):
     log_path: Path
     evaluation: EvaluationArguments
     child_environment_names: tuple[EnvName, ...] = ()
+    task_template: Path | None = Field(
+        default=None, description="the task's template drawing, for backends that start the "
+        "application on a copy of it (images with baked-in templates ignore it)",
+    )
 
 
 class RolloutCommand(StrictModel):

@@ -6,6 +6,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -111,6 +112,7 @@ class PluginHost:
             frozenset(n.strip() for n in allow.split(",") if n.strip()) if allow is not None else None
         )
         self._handles: dict[tuple[Kind, str], PluginHandle] = {}
+        self._lock = threading.RLock()
         if environ.get(TRACE_PLUGINS_ENV, "").lower() in {"1", "true", "yes", "on"}:
             self._pm.trace.root.setwriter(trace_writer or sys.stderr.write)
             self._pm.enable_tracing()
@@ -158,6 +160,10 @@ class PluginHost:
         return self._allow is None or name in self._allow
 
     def _select(self, kind: Kind, name: str) -> PluginHandle:
+        with self._lock:  # sandboxes on worker threads select providers concurrently
+            return self._select_locked(kind, name)
+
+    def _select_locked(self, kind: Kind, name: str) -> PluginHandle:
         key = (kind, name)
         if key in self._handles:
             return self._handles[key]

@@ -1,0 +1,1 @@
+"""The batch controller: execute mode, the scheduler and batch state."""

@@ -1,0 +1,335 @@
+"""Execute mode: create the output tree, schedule sandboxes, keep batch state, reconcile.
+
+At most ``admitted_wave`` sandboxes run at once (worker threads); the rest wait in a
+visible queue (``queued`` in batch-state.json). Each sandbox is the backend's lifecycle
+around the neutral child command: ``run_shared`` on the worker thread in shared mode, the
+command from ``build_rollout_command`` as a subprocess in subprocess mode. Both produce
+the same rollout directories. Independent rollouts never wait for one another; one
+``reap_batch`` pass runs at batch exit, whatever happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autocad_bench.admission import Admission
+from autocad_bench.config.loading import LoadedConfig
+from autocad_bench.config.models import BudgetConfig, RolloutEntry
+from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
+from autocad_bench.controller.state import BatchState, BatchStateStore, RolloutEntryState
+from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
+from autocad_bench.costs.concurrency import ActiveRolloutRegistry
+from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
+from autocad_bench.harness.assignment import PilotAssignment
+from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.records import FailureClass, RolloutResult, RunState
+from autocad_bench.harness.trace import utcnow
+from autocad_bench.infrastructure.models import (
+    EvaluationArguments,
+    ReapRequest,
+    RolloutLaunchRequest,
+    TracePublisherRequest,
+)
+from autocad_bench.plugins import PluginHandle, PluginHost
+from autocad_bench.storage import atomic_write_json
+from autocad_bench.tasks import load_task
+
+log = logging.getLogger(__name__)
+
+GLOBAL_STATE_DIR_ENV = "AUTOCAD_BENCH_STATE_DIR"
+GLOBAL_MAX_ENV = "AUTOCAD_BENCH_MAX_ACTIVE_ROLLOUTS"
+TRACE_DESTINATION_ENV = "AUTOCAD_BENCH_TRACE_DESTINATION"
+TRACE_PREFIX_ENV = "AUTOCAD_BENCH_TRACE_PREFIX"
+POLL_S = 0.25
+
+
+def new_batch_id(output_dir: Path) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{output_dir.name[:40]}-{stamp}-{secrets.token_hex(3)}"
+
+
+class BatchRunner:
+    """Runs one admitted batch to completion (see module docstring)."""
+
+    def __init__(self, loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig, output_dir: Path,
+                 *, host: PluginHost, environ: Mapping[str, str], batch_id: str | None = None) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.admission = admission
+        self.backend: PluginHandle = admission.backend
+        self.budgets = budgets
+        self.output_dir = output_dir
+        self.host = host
+        self.environ = environ
+        self.batch_id = batch_id or new_batch_id(output_dir)
+        self.prices: PricingContract = load_pricing(
+            environ, pinned=PricingContract.model_validate(self.config.pricing) if self.config.pricing else None)
+        self.enabled = self.config.enabled_rollouts
+        self._stop = threading.Event()
+        self._registry = self._global_registry()
+
+    # --- entry --------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Create the output tree, run every rollout, reconcile; 0 when every rollout completed."""
+        self.output_dir.mkdir(parents=True)
+        (self.output_dir / "logs").mkdir()
+        (self.output_dir / "rollouts").mkdir()
+        atomic_write_json(self.output_dir / "admission.json", self.admission.report.model_dump(mode="json"))
+        self.store = BatchStateStore(self.output_dir / "batch-state.json", self._initial_state())
+        self._write_trace_publisher()
+        self.host.notify("batch_started", event=self._batch_event())
+        monitor = threading.Thread(target=self._monitor, name="rollout-monitor", daemon=True)
+        monitor.start()
+        try:
+            wave = max(1, self.admission.report.admitted_wave)
+            with ThreadPoolExecutor(max_workers=wave, thread_name_prefix="sandbox") as pool:
+                futures = [pool.submit(self._sandbox, entry) for entry in self.enabled]
+                for future in futures:
+                    future.result()
+        finally:
+            self._stop.set()
+            monitor.join(timeout=5)
+            self._reconcile()
+            self.store.update(finished_at=utcnow(), status="finished")
+            self.host.notify("batch_finished", event=self._batch_event())
+        states = [r.state for r in self.store.state.rollouts]
+        return 0 if all(s == "done" for s in states) else 1
+
+    # --- one sandbox --------------------------------------------------------------------
+
+    def _sandbox(self, entry: RolloutEntry) -> None:
+        rollout_id = entry.rollout_id
+        lease = self._acquire_global_slot(rollout_id)
+        paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
+        log_path = self.output_dir / "logs" / f"{rollout_id}.log"
+        started = time.monotonic()
+        code = 1
+        try:
+            request = self._prepare(entry, paths, log_path)
+            self._set_state(rollout_id, "starting", started_at=utcnow())
+            self._log(log_path, f"sandbox starting on backend {self.backend.name} ({self.config.execution_mode} mode)")
+            if self.config.execution_mode == "shared":
+                child = InProcessChild(paths.root, request.child_environment_names, self.environ, self.host)
+                code = int(self.backend.call("run_shared", request=request, child=child))
+            else:
+                command = self.backend.call("build_rollout_command", request=request)
+                code = run_subprocess(command, self.environ, log_path)
+        except Exception as error:  # a backend bug must not take the other rollouts down
+            log.exception("sandbox %s failed", rollout_id)
+            self._log(log_path, f"sandbox error: {type(error).__name__}: {error}")
+            code = 1
+        finally:
+            seconds = time.monotonic() - started
+            if lease is not None:
+                self._registry.release(lease)  # type: ignore[union-attr]
+            self._log(log_path, f"sandbox finished with exit code {code} after {seconds:.1f}s")
+            self._record_end(entry, paths, code, seconds)
+
+    def _prepare(self, entry: RolloutEntry, paths: RolloutPaths, log_path: Path) -> RolloutLaunchRequest:
+        paths.root.mkdir(parents=True)
+        attempt_id = f"{self.batch_id}.{entry.rollout_id}.1"
+        tasks_dir = self.loaded.tasks_dir
+        assert tasks_dir is not None
+        task = load_task(tasks_dir, entry.task_id)
+        hourly = self._hourly_key()
+        assignment = PilotAssignment(
+            batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
+            task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
+            model=_spec(entry, self.loaded.path.parent), budgets=self.budgets,
+            pricing=self.prices.model_dump(mode="json"),
+            credential_names=tuple(self.admission.credential_names.get(entry.rollout_id, ())),
+            infrastructure_backend=self.backend.name,
+            infrastructure_hourly_usd=float(hourly_rate(hourly, self.prices).hourly_usd),
+        )
+        atomic_write_json(paths.assignment, assignment.model_dump(mode="json"))
+        evaluation = self.config.evaluation
+        return RolloutLaunchRequest(
+            batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
+            spec=self.config.infrastructure, child_command=child_command(paths.root), output_dir=paths.root,
+            log_path=log_path,
+            evaluation=EvaluationArguments(
+                enabled=evaluation.enabled, task_id=entry.task_id, evaluator_version=evaluation.evaluator_version,
+                gold_cache=evaluation.gold_cache, bucket=evaluation.bucket,
+                judge_model=evaluation.judge.model if evaluation.judge and evaluation.judge.enabled else None,
+                environment_names=(evaluation.judge.credential_env,)
+                if evaluation.judge and evaluation.judge.enabled else (),
+            ),
+            child_environment_names=assignment.credential_names,
+            task_template=task.template_path,
+        )
+
+    def _record_end(self, entry: RolloutEntry, paths: RolloutPaths, code: int, seconds: float) -> None:
+        rate = hourly_rate(self._hourly_key(), self.prices)
+        infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
+        result = _read_result(paths)
+        if result is None:
+            # The pilot never ran to its end (launch or handoff failed): record that once.
+            now = utcnow()
+            result = RolloutResult(
+                rollout_id=entry.rollout_id, attempt_id=f"{self.batch_id}.{entry.rollout_id}.1",
+                task_id=entry.task_id, provider=entry.provider, model=entry.model,
+                infrastructure_backend=self.backend.name, status="failed",
+                failure_class=FailureClass.ADMISSION_FAILED,
+                failure_detail=f"the sandbox exited with code {code} before the pilot finished",
+                stop_reason=None, turns=0, actions=0, invalid_turns=0, model_responses=0, usage={},
+                token_cost_usd=0.0, wall_seconds=0.0, infrastructure_seconds=round(seconds, 3),
+                infrastructure_cost_usd=infra_cost,
+                drawing=None, attempts=1, started_at=now, finished_at=now, exit_code=code)
+        else:
+            result = result.model_copy(update={"infrastructure_seconds": round(seconds, 3),
+                                               "infrastructure_cost_usd": infra_cost})
+        if paths.root.exists():
+            atomic_write_json(paths.result, result.model_dump(mode="json"))
+        state: RolloutState = "done" if code == 0 and result.status == "completed" else "failed"
+        self._set_state(
+            entry.rollout_id, state, finished_at=utcnow(), exit_code=code,
+            failure_class=result.failure_class.value if result.failure_class else (
+                None if state == "done" else "cleanup_error"),
+            stop_reason=result.stop_reason, turns=result.turns, actions=result.actions,
+            token_cost_usd=result.token_cost_usd, infrastructure_seconds=round(seconds, 3),
+            infrastructure_cost_usd=infra_cost,
+        )
+
+    # --- state --------------------------------------------------------------------------
+
+    def _initial_state(self) -> BatchState:
+        now = utcnow()
+        return BatchState(
+            batch_id=self.batch_id, name=self.config.name, config_path=str(self.loaded.path),
+            created_at=now, updated_at=now, execution_mode=self.config.execution_mode,
+            max_concurrency=self.config.max_concurrency, admitted_wave=self.admission.report.admitted_wave,
+            infrastructure_backend=self.backend.name,
+            infrastructure=BatchState.spec_json(self.config.infrastructure),
+            evaluation=self.config.evaluation.model_dump(mode="json"), budgets=self.budgets,
+            pricing=self.config.pricing,
+            rollouts=[RolloutEntryState(
+                rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider, model=r.model,
+                attempt_id=f"{self.batch_id}.{r.rollout_id}.1", infrastructure_backend=self.backend.name)
+                for r in self.enabled],
+            disabled_rollouts=[r.rollout_id for r in self.config.rollouts if not r.enabled],
+        )
+
+    def _set_state(self, rollout_id: str, state: RolloutState, **changes: object) -> None:
+        before, after = self.store.update_rollout(rollout_id, state=state, **changes)
+        if before.state != after.state:
+            self.host.notify("rollout_state_changed", event=RolloutStateEvent(
+                batch_id=self.batch_id, rollout_id=rollout_id, previous=before.state, state=after.state,
+                at=utcnow()))
+
+    def _monitor(self) -> None:
+        """Promote starting -> running -> evaluating from what each pilot writes."""
+        while not self._stop.wait(POLL_S):
+            for entry in self.store.state.rollouts:
+                if entry.state not in ("starting", "running"):
+                    continue
+                paths = RolloutPaths(self.output_dir / "rollouts" / entry.rollout_id)
+                target: RolloutState | None = None
+                if paths.result.exists() and self.config.evaluation.enabled:
+                    target = "evaluating"
+                elif entry.state == "starting" and _pilot_running(paths):
+                    target = "running"
+                if target is not None and target != entry.state:
+                    current = self.store.entry(entry.rollout_id).state
+                    if current in ("starting", "running"):
+                        self._set_state(entry.rollout_id, target)
+
+    def _batch_event(self) -> BatchEvent:
+        state = self.store.state
+        return BatchEvent(batch_id=self.batch_id, output_dir=str(self.output_dir),
+                          infrastructure_backend=self.backend.name, rollouts=len(state.rollouts), at=utcnow(),
+                          summary={"counts": dict(state.counts)})
+
+    # --- infrastructure -----------------------------------------------------------------
+
+    def _hourly_key(self) -> str:
+        fields = self.config.infrastructure.backend_fields()
+        instance_type = fields.get("instance_type")
+        return str(instance_type) if isinstance(instance_type, str) else self.backend.name
+
+    def _write_trace_publisher(self) -> None:
+        destination = self.environ.get(TRACE_DESTINATION_ENV)
+        if not destination:
+            atomic_write_json(self.output_dir / "trace-publisher.json",
+                              {"enabled": False, "reason": f"{TRACE_DESTINATION_ENV} is not set"})
+            return
+        publisher = self.backend.call("create_trace_publisher", request=TracePublisherRequest(
+            batch_id=self.batch_id, output_dir=self.output_dir, destination=destination,
+            prefix=self.environ.get(TRACE_PREFIX_ENV, "")))
+        description = ({"enabled": True, **publisher.describe()} if publisher is not None else
+                       {"enabled": False, "reason": f"backend {self.backend.name!r} has no trace publisher"})
+        atomic_write_json(self.output_dir / "trace-publisher.json", description)
+
+    def _reconcile(self) -> None:
+        try:
+            report = self.backend.call("reap_batch", request=ReapRequest(
+                batch_id=self.batch_id, spec=self.config.infrastructure, output_dir=self.output_dir))
+            atomic_write_json(self.output_dir / "reconcile.json", report.model_dump(mode="json"))
+        except Exception as error:
+            log.exception("reap_batch failed")
+            atomic_write_json(self.output_dir / "reconcile.json",
+                              {"cleaned": [], "errors": [f"{type(error).__name__}: {error}"]})
+
+    def _global_registry(self) -> ActiveRolloutRegistry | None:
+        raw = self.environ.get(GLOBAL_MAX_ENV)
+        if not raw:
+            return None
+        state_dir = Path(self.environ.get(GLOBAL_STATE_DIR_ENV) or Path.home() / ".local/state/autocad-bench")
+        return ActiveRolloutRegistry(state_dir / "active-rollouts", int(raw))
+
+    def _acquire_global_slot(self, rollout_id: str) -> str | None:
+        """Wait (visibly queued) for a slot under the cross-controller cap, if one is configured."""
+        if self._registry is None:
+            return None
+        key = f"{self.batch_id}.{rollout_id}"
+        while not self._registry.try_acquire(key):
+            time.sleep(1.0)
+        return key
+
+    @staticmethod
+    def _log(path: Path, message: str) -> None:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{utcnow().isoformat()} controller: {message}\n")
+
+
+def _spec(entry: RolloutEntry, base_dir: Path):  # type: ignore[no-untyped-def]
+    from autocad_bench.admission import model_spec
+
+    return model_spec(entry, base_dir)
+
+
+def _read_result(paths: RolloutPaths) -> RolloutResult | None:
+    try:
+        return RolloutResult.model_validate_json(paths.result.read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _pilot_running(paths: RolloutPaths) -> bool:
+    try:
+        return RunState.model_validate_json(paths.run_state.read_bytes()).phase != "starting"
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def run_batch(loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig, output_dir: Path,
+              *, host: PluginHost, environ: Mapping[str, str]) -> int:
+    """Execute an admitted batch into ``output_dir`` (which must not exist yet)."""
+    runner = BatchRunner(loaded, admission, budgets, output_dir, host=host, environ=environ)
+    code = runner.run()
+    state = runner.store.state
+    import json
+
+    print(json.dumps({"batch_id": runner.batch_id, "output_dir": str(output_dir), "counts": state.counts}))
+    return code
+
+
+__all__ = ["BatchRunner", "run_batch"]

@@ -1,0 +1,73 @@
+"""The child harness as the controller launches it, in subprocess and shared mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from autocad_bench.harness.pilot import run_pilot
+from autocad_bench.infrastructure.models import RolloutCommand
+from autocad_bench.plugins import PluginHost
+
+# Non-secret variables every child gets so it can find Python, its packages and a locale.
+BASE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+                    "SYSTEMROOT", "AUTOCAD_BENCH_PRICING_JSON", "AUTOCAD_BENCH_LOAD_PLUGINS",
+                    "AUTOCAD_BENCH_TRACE_PLUGINS")
+
+
+def child_command(rollout_dir: Path) -> tuple[str, ...]:
+    """The infrastructure-neutral harness command for one rollout directory."""
+    return (sys.executable, "-m", "autocad_bench.harness", str(rollout_dir))
+
+
+def child_environment(names: tuple[str, ...], environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """Only the base variables, the named ones (credentials) and the backend's additions."""
+    env = {name: environ[name] for name in BASE_ENVIRONMENT if name in environ}
+    env.update({name: environ[name] for name in names if name in environ})
+    env.update(extra)
+    return env
+
+
+class InProcessChild:
+    """The shared-mode child: runs the pilot coroutine on the caller's event loop.
+
+    The pilot sees exactly what a subprocess child would see in its environment: the base
+    variables, the credential names of its assignment and what the backend adds.
+    """
+
+    def __init__(self, rollout_dir: Path, names: tuple[str, ...], environ: Mapping[str, str],
+                 host: PluginHost) -> None:
+        self._rollout_dir = rollout_dir
+        self._names = names
+        self._environ = environ
+        self._host = host
+
+    async def run(self, environ: Mapping[str, str]) -> int:
+        env = child_environment(self._names, self._environ, environ)
+        return await run_pilot(self._rollout_dir, env, host=self._host)
+
+
+def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path: Path) -> int:
+    """Run a backend's lifecycle command with only the named variables; log to ``log_path``."""
+    env = child_environment(command.environment_names, environ, command.environment)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            list(command.argv), env=env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=command.cwd, start_new_session=True,
+        )
+        try:
+            return process.wait()
+        except BaseException:
+            # Interrupted controller: stop the rollout's whole process group, then re-raise.
+            try:
+                os.killpg(process.pid, 15)
+                process.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(process.pid, 9)
+                except ProcessLookupError:
+                    pass
+            raise

@@ -1,0 +1,114 @@
+"""``batch-state.json``: every assignment and its state, rewritten atomically on each change."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from autocad_bench.config.models import BudgetConfig
+from autocad_bench.events import RolloutState
+from autocad_bench.infrastructure.models import InfrastructureSpec
+from autocad_bench.models import JsonObject, StrictModel
+from autocad_bench.storage import atomic_write_json
+
+STATES: tuple[RolloutState, ...] = ("queued", "starting", "running", "evaluating", "done", "failed")
+
+
+class RolloutEntryState(StrictModel):
+    rollout_id: str
+    task_id: str
+    provider: str
+    model: str
+    attempt_id: str
+    infrastructure_backend: str
+    state: RolloutState = "queued"
+    worker_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    failure_class: str | None = None
+    stop_reason: str | None = None
+    turns: int | None = None
+    actions: int | None = None
+    token_cost_usd: float | None = None
+    infrastructure_seconds: float | None = None
+    infrastructure_cost_usd: float | None = None
+    score: float | None = None
+    passed: bool | None = None
+
+
+class BatchState(StrictModel):
+    """The whole batch as one JSON document (the dashboard and resume read it)."""
+
+    version: int = 1
+    batch_id: str
+    name: str | None
+    config_path: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    status: str = "running"
+    execution_mode: str
+    max_concurrency: int
+    admitted_wave: int
+    infrastructure_backend: str
+    infrastructure: JsonObject
+    evaluation: JsonObject
+    budgets: BudgetConfig
+    pricing: JsonObject | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    rollouts: list[RolloutEntryState]
+    disabled_rollouts: list[str] = Field(default_factory=list)
+
+    @staticmethod
+    def spec_json(spec: InfrastructureSpec) -> JsonObject:
+        return spec.model_dump(mode="json")
+
+
+class BatchStateStore:
+    """Thread-safe owner of batch-state.json: every update rewrites the file atomically."""
+
+    def __init__(self, path: Path, state: BatchState) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._state = state
+        self._write()
+
+    @property
+    def state(self) -> BatchState:
+        with self._lock:
+            return self._state
+
+    def entry(self, rollout_id: str) -> RolloutEntryState:
+        with self._lock:
+            return next(r for r in self._state.rollouts if r.rollout_id == rollout_id)
+
+    def update_rollout(self, rollout_id: str, **changes: Any) -> tuple[RolloutEntryState, RolloutEntryState]:
+        """Apply ``changes`` to one rollout; return (before, after)."""
+        with self._lock:
+            rollouts = list(self._state.rollouts)
+            index = next(i for i, r in enumerate(rollouts) if r.rollout_id == rollout_id)
+            before = rollouts[index]
+            after = before.model_copy(update=changes)
+            rollouts[index] = after
+            self._state = self._state.model_copy(update={"rollouts": rollouts})
+            self._write()
+            return before, after
+
+    def update(self, **changes: Any) -> None:
+        with self._lock:
+            self._state = self._state.model_copy(update=changes)
+            self._write()
+
+    def _write(self) -> None:
+        from autocad_bench.harness.trace import utcnow
+
+        counts = Counter(r.state for r in self._state.rollouts)
+        self._state = self._state.model_copy(update={
+            "counts": {s: counts.get(s, 0) for s in STATES}, "updated_at": utcnow()})
+        atomic_write_json(self.path, self._state.model_dump(mode="json"))

@@ -1,0 +1,427 @@
+"""The pilot: the child harness that runs one rollout's model loop against one desktop.
+
+Sequence: lease and reset the desktop (handoff, frame 0), then repeat: ask the model for a
+turn (core retry accounting and budget), validate the whole batch, write it down as
+*pending*, send it to the broker under its stable request id, store the receipts and the
+post-batch frame, clear *pending*. The loop ends on ``done``, a budget stop, or a failure;
+then the drawing is checkpointed through the broker, evidence is fetched, the session is
+released and ``result.json`` is written once.
+
+Exactly-once across crashes: a batch is recorded in ``resume-checkpoint.json`` before it is
+sent. A pilot started again on the same directory re-sends the pending batch with the same
+request id (the broker answers from its replay cache, or executes it if it never arrived)
+and never asks the model to redo a turn whose actions may have run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from autocad_bench.actions import (
+    BatchRejection,
+    action_request_id,
+    computer_action_schema,
+    validate_batch,
+)
+from autocad_bench.broker.client import BrokerClient
+from autocad_bench.broker.errors import BrokerConflict, BrokerError, BrokerHTTPError, BrokerTransportExhausted
+from autocad_bench.broker.protocol import ActionsResponse
+from autocad_bench.costs import (
+    BudgetTracker,
+    InvalidTurnLimitExceeded,
+    PricingContract,
+    RolloutBudget,
+    cost_of,
+    load_pricing,
+)
+from autocad_bench.harness.assignment import PilotAssignment
+from autocad_bench.harness.feedback import executed_feedback, rejected_feedback
+from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.records import (
+    FailureClass,
+    PendingBatch,
+    ResumeCheckpoint,
+    RolloutResult,
+    RunState,
+)
+from autocad_bench.harness.trace import TraceWriter, utcnow
+from autocad_bench.plugins import PluginHost
+from autocad_bench.providers.models import Credentials, ModelTurn, Observation, SessionRequest
+from autocad_bench.providers.session import ProviderSession
+from autocad_bench.retry.caller import (
+    BudgetStopped,
+    ModelCallError,
+    ModelCaller,
+    TurnResult,
+)
+from autocad_bench.storage import read_jsonl
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+class _Failure(Exception):
+    def __init__(self, failure: FailureClass, detail: str) -> None:
+        super().__init__(detail)
+        self.failure = failure
+        self.detail = detail
+
+
+class Pilot:
+    """One run of the pilot over one rollout directory (first attempt or a resume)."""
+
+    def __init__(
+        self,
+        rollout_dir: Path,
+        environ: Mapping[str, str],
+        *,
+        host: PluginHost | None = None,
+        broker: BrokerClient | None = None,
+    ) -> None:
+        self.paths = RolloutPaths(rollout_dir)
+        self.assignment = PilotAssignment.model_validate_json(self.paths.assignment.read_bytes())
+        self.trace = TraceWriter(self.paths)
+        self.environ = environ
+        self.host = host or PluginHost(environ=environ)
+        self.broker = broker or BrokerClient.from_environ(environ)
+        a = self.assignment
+        self.cp = self.trace.load_checkpoint() or ResumeCheckpoint(rollout_id=a.rollout_id, attempt_id=a.attempt_id)
+        self.prices: PricingContract = load_pricing(
+            environ, pinned=PricingContract.model_validate(a.pricing) if a.pricing else None
+        )
+        self.budget = BudgetTracker(RolloutBudget.model_validate(a.budgets.model_dump()), state=self.cp.budget)
+        self.caller = ModelCaller(
+            counters=self.cp.counters,
+            budget=self.budget,
+            pricer=functools.partial(cost_of, a.model.model, prices=self.prices),
+            on_response=self._on_response,
+        )
+        self.started = utcnow()
+        self._monotonic_start = time.monotonic()
+        self.session: ProviderSession | None = None
+        self._pending_costs: list[Any] = []
+
+    # --- entry --------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Run (or continue) the rollout; return the pilot's exit code."""
+        if self.paths.result.exists():
+            existing = RolloutResult.model_validate_json(self.paths.result.read_bytes())
+            return existing.exit_code
+        self._state("starting")
+        failure: _Failure | None = None
+        try:
+            await self._handoff()
+            self._state("running")
+            await self._loop()
+        except _Failure as error:
+            failure = error
+        except BrokerTransportExhausted as error:
+            failure = _Failure(FailureClass.TRANSPORT_EXHAUSTED, str(error))
+        except BrokerHTTPError as error:
+            failure = _Failure(FailureClass.ACTION_REJECTED, f"broker refused: {error}")
+        finally:
+            if self.session is not None:
+                await self.session.aclose()
+        if failure is not None:
+            self.cp = self.cp.model_copy(update={"failure": failure.failure, "failure_detail": failure.detail})
+            self.trace.checkpoint(self.cp)
+        return await self._finish(failure)
+
+    # --- handoff ------------------------------------------------------------------------
+
+    async def _handoff(self) -> None:
+        a = self.assignment
+        self.trace.save_reference(Path(a.reference_png))
+        try:
+            lease = await self.broker.lease(a.task_id, a.attempt_id)
+            if self.cp.session_id is not None and lease.session_id != self.cp.session_id:
+                raise _Failure(FailureClass.TRANSPORT_EXHAUSTED,
+                               f"the desktop lost session {self.cp.session_id} (now {lease.session_id}); "
+                               "the rollout cannot continue exactly")
+            if self.cp.frame is None:
+                reset = await self.broker.reset(lease.session_id)
+                png = await self.broker.frame(reset.frame.sequence, expected_sha256=reset.frame.sha256)
+                frame = self.trace.save_frame(reset.frame.sequence, png, reset.frame.sha256,
+                                              reset.frame.width, reset.frame.height)
+                self.cp = self.cp.model_copy(update={
+                    "session_id": lease.session_id, "next_index": reset.next_index, "frame": frame,
+                    "frame_sequence": reset.frame.sequence,
+                })
+                self.trace.checkpoint(self.cp)
+        except (BrokerError, OSError) as error:
+            if self.cp.turn_index == 0 and self.cp.pending is None and self.budget.turns == 0:
+                raise _Failure(FailureClass.ADMISSION_FAILED, f"desktop handoff failed: {error}") from error
+            raise
+
+    # --- the loop -----------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        a = self.assignment
+        provider = self.host.provider(a.model.provider)
+        assert self.cp.frame is not None
+        request = SessionRequest(
+            rollout_id=a.rollout_id,
+            attempt_id=a.attempt_id,
+            model=a.model,
+            task_prompt=a.task_prompt,
+            reference=self.trace.save_reference(Path(a.reference_png)),
+            rollout_dir=self.paths.root,
+            display=a.display,
+            action_schema=computer_action_schema(),
+            action_budget=a.budgets.max_actions,
+            resume_state=self.cp.provider_state,
+        )
+        self.session = provider.call("open_session", request=request,
+                                     credentials=Credentials.from_environ(a.credential_names, self.environ))
+        if self.cp.pending is not None:
+            await self._execute(self.cp.pending)
+        while not self.cp.done:
+            observation = Observation(
+                turn_index=self.cp.turn_index,
+                frame=self.cp.frame,
+                feedback=self.cp.feedback,
+                tool_use_id=self.cp.tool_use_id,
+                remaining_actions=self.budget.remaining_actions,
+                post_action_visual_stable=self.cp.post_action_visual_stable,
+            )
+            try:
+                result = await self.caller.request_turn(self.session, observation)
+            except BudgetStopped as stop:
+                self._flush_costs()
+                self._save(done=True, stop_reason=str(stop.reason))
+                return
+            except ModelCallError as error:
+                self._flush_costs()
+                raise _Failure(FailureClass.MODEL_CONTRACT_ERROR, str(error)) from error
+            await self._handle_turn(result)
+
+    async def _handle_turn(self, result: TurnResult) -> None:
+        turn = result.turn
+        index = self.cp.turn_index
+        validated = validate_batch(turn.action_input, self.assignment.display, self.budget.remaining_actions)
+        self._record_turn(index, result, validated)
+        provider_state = self.session.checkpoint() if self.session else None
+        if isinstance(validated, BatchRejection):
+            try:
+                self.budget.record_invalid_turn()
+            except InvalidTurnLimitExceeded as error:
+                self._save(provider_state=provider_state, turn_index=index + 1, tool_use_id=turn.tool_use_id)
+                raise _Failure(FailureClass.ACTION_REJECTED, str(error)) from error
+            snapshot = self.budget.snapshot()
+            feedback = rejected_feedback(
+                "; ".join(validated.messages()), snapshot.consecutive_invalid_turns,
+                self.budget.budget.max_consecutive_invalid_turns, self.budget.remaining_actions,
+            )
+            self._save(provider_state=provider_state, turn_index=index + 1, tool_use_id=turn.tool_use_id,
+                       feedback=feedback, post_action_visual_stable=None)
+            self._summary(index, turn, valid=False, actions=0)
+            return
+        self.budget.record_valid_turn()
+        offset = self.cp.next_index
+        pending = PendingBatch(
+            tool_use_id=turn.tool_use_id,
+            request_id=action_request_id(self.assignment.attempt_id, turn.tool_use_id, offset),
+            expected_index=offset,
+            actions=validated.to_wire(),  # type: ignore[arg-type]
+            turn_index=index,
+        )
+        # Written before sending: a crash from here on resends this exact request.
+        self._save(provider_state=provider_state, pending=pending)
+        await self._execute(pending)
+
+    async def _execute(self, pending: PendingBatch) -> None:
+        assert self.cp.session_id is not None
+        from autocad_bench.actions import ACTION_ADAPTER
+
+        actions = [ACTION_ADAPTER.validate_python(item) for item in pending.actions]
+        try:
+            response = await self.broker.actions(self.cp.session_id, pending.request_id,
+                                                 pending.expected_index, actions)
+        except BrokerConflict as error:
+            raise _Failure(FailureClass.ACTION_REJECTED,
+                           f"broker conflict for batch {pending.request_id[:12]}: {error}") from error
+        png = await self.broker.frame(response.frame.sequence, expected_sha256=response.frame.sha256)
+        frame = self.trace.save_frame(response.frame.sequence, png, response.frame.sha256,
+                                      response.frame.width, response.frame.height)
+        self.trace.receipts(pending.request_id, [
+            {**r.model_dump(mode="json"), "replayed": response.replayed, "turn_index": pending.turn_index}
+            for r in response.receipts
+        ])
+        # Counted together with clearing ``pending`` in one checkpoint write, so a resumed
+        # pilot counts a batch exactly once whether or not the crash came before this point.
+        stop = self.budget.record_actions(response.next_index - response.first_index)
+        done = any(item.get("type") == "done" for item in pending.actions[-1:])
+        failed = [r for r in response.receipts if not r.ok]
+        feedback = executed_feedback(response, self.budget.remaining_actions)
+        self._save(
+            pending=None, next_index=response.next_index, frame=frame, frame_sequence=response.frame.sequence,
+            feedback=feedback, tool_use_id=pending.tool_use_id, turn_index=pending.turn_index + 1,
+            post_action_visual_stable=response.post_action_visual_stable,
+            done=done or stop is not None or self.cp.done,
+            stop_reason=("done" if done else (str(stop) if stop else self.cp.stop_reason)),
+        )
+        self._summary_executed(pending, response)
+        if failed:
+            raise _Failure(FailureClass.ACTION_REJECTED,
+                           f"the desktop refused input at action {failed[0].index}: {failed[0].error}")
+
+    # --- finishing ----------------------------------------------------------------------
+
+    async def _finish(self, failure: _Failure | None) -> int:
+        self._state("checkpointing")
+        drawing = None
+        cleanup: list[str] = []
+        if self.cp.session_id is not None:
+            try:
+                saved = await self.broker.checkpoint(self.cp.session_id, f"checkpoint-{self.cp.session_id}")
+                data = await self.broker.artifact(saved.artifact.name, expected_sha256=saved.artifact.sha256)
+                suffix = Path(saved.artifact.name).suffix or ".dwg"
+                drawing = self.trace.save_drawing(suffix, data, saved.artifact.sha256)
+            except BrokerError as error:
+                if failure is None:
+                    failure = _Failure(FailureClass.ARTIFACT_UNAVAILABLE, f"drawing checkpoint failed: {error}")
+            for name, fetch in (("events", self.broker.events), ("frame_events", self.broker.frame_events)):
+                try:
+                    value = await fetch()
+                    path = self.paths.events if name == "events" else self.paths.frame_events
+                    self.trace.json(path, value.model_dump(mode="json"))
+                except BrokerError as error:
+                    cleanup.append(f"{name}: {error}")
+            try:
+                await self.broker.release(self.cp.session_id)
+            except BrokerError as error:
+                cleanup.append(f"release: {error}")
+        for path, key in ((self.paths.events, "events"), (self.paths.frame_events, "frame_events")):
+            if not path.exists():
+                self.trace.json(path, {key: []})
+        if failure is None and cleanup:
+            failure = _Failure(FailureClass.CLEANUP_ERROR, "; ".join(cleanup))
+        code = EXIT_OK if failure is None else EXIT_FAILED
+        self._write_result(failure, drawing, code)
+        self._state("finished")
+        return code
+
+    def _write_result(self, failure: _Failure | None, drawing: Any, code: int) -> None:
+        a = self.assignment
+        snapshot = self.budget.snapshot()
+        ledger = snapshot.ledger
+        self.trace.result(RolloutResult(
+            rollout_id=a.rollout_id,
+            attempt_id=a.attempt_id,
+            task_id=a.task_id,
+            provider=a.model.provider,
+            model=a.model.model,
+            infrastructure_backend=a.infrastructure_backend,
+            status="completed" if failure is None else "failed",
+            failure_class=failure.failure if failure else None,
+            failure_detail=failure.detail if failure else "",
+            stop_reason=self.cp.stop_reason,
+            turns=snapshot.turns,
+            actions=snapshot.actions,
+            invalid_turns=snapshot.lifetime_invalid_turns,
+            model_responses=self.caller.counters.responses,
+            usage=ledger.usage.model_dump(mode="json"),
+            token_cost_usd=float(ledger.total_usd),
+            wall_seconds=round(snapshot.elapsed_s, 3),
+            drawing=drawing,
+            attempts=snapshot.attempts,
+            started_at=self.started,
+            finished_at=utcnow(),
+            exit_code=code,
+        ))
+
+    # --- records ------------------------------------------------------------------------
+
+    def _on_response(self, turn: ModelTurn, cost: Any) -> None:
+        self._pending_costs.append((turn, cost))
+
+    def _flush_costs(self) -> None:
+        for turn, cost in self._pending_costs:
+            self.trace.model_turn({
+                "turn_index": self.cp.turn_index, "attempt": self.budget.snapshot().attempts,
+                "tool_use_id": turn.tool_use_id, "response_id": turn.response_id,
+                "action_input": turn.action_input, "malformed": turn.malformed,
+                "usage": turn.usage.model_dump(), "cost_usd": float(cost.total_usd) if cost else 0.0,
+                "validation": None, "at": utcnow().isoformat(),
+            })
+        self._pending_costs.clear()
+
+    def _record_turn(self, index: int, result: TurnResult, validated: Any) -> None:
+        final = result.turn
+        for turn, cost in self._pending_costs:
+            is_final = turn is final
+            self.trace.model_turn({
+                "turn_index": index, "attempt": self.budget.snapshot().attempts,
+                "tool_use_id": turn.tool_use_id, "response_id": turn.response_id,
+                "action_input": turn.action_input, "malformed": turn.malformed,
+                "text": turn.text, "stop_reason": turn.stop_reason,
+                "usage": turn.usage.model_dump(), "cost_usd": float(cost.total_usd) if cost else 0.0,
+                "observation": {"frame": result.observation.frame.model_dump(),
+                                "feedback": result.observation.feedback,
+                                "remaining_actions": result.observation.remaining_actions},
+                "validation": (
+                    None if not is_final else
+                    {"valid": not isinstance(validated, BatchRejection),
+                     "problems": validated.messages() if isinstance(validated, BatchRejection) else []}
+                ),
+                "retries": [r.model_dump(mode="json") for r in result.retries] if is_final else [],
+                "at": utcnow().isoformat(),
+            })
+        self._pending_costs.clear()
+
+    def _summary(self, index: int, turn: ModelTurn, *, valid: bool, actions: int) -> None:
+        snapshot = self.budget.snapshot()
+        self.trace.turn_summary({
+            "turn_index": index, "tool_use_id": turn.tool_use_id, "valid": valid, "actions": actions,
+            "next_index": self.cp.next_index, "cost_usd": float(snapshot.ledger.total_usd),
+            "elapsed_s": round(snapshot.elapsed_s, 3), "post_action_visual_stable": None,
+        })
+
+    def _summary_executed(self, pending: PendingBatch, response: ActionsResponse) -> None:
+        if any(r.get("tool_use_id") == pending.tool_use_id for r in read_jsonl(self.paths.turn_summaries)):
+            return
+        snapshot = self.budget.snapshot()
+        self.trace.turn_summary({
+            "turn_index": pending.turn_index, "tool_use_id": pending.tool_use_id, "valid": True,
+            "actions": response.next_index - response.first_index, "next_index": response.next_index,
+            "cost_usd": float(snapshot.ledger.total_usd), "elapsed_s": round(snapshot.elapsed_s, 3),
+            "post_action_visual_stable": response.post_action_visual_stable, "replayed": response.replayed,
+        })
+
+    def _save(self, **update: Any) -> None:
+        update["budget"] = self.budget.snapshot()
+        update["counters"] = self.caller.counters
+        self.cp = self.cp.model_copy(update=update)
+        self.trace.checkpoint(self.cp)
+        self._state("running" if not self.cp.done else "checkpointing")
+
+    def _state(self, phase: str) -> None:
+        snapshot = self.budget.snapshot()
+        self.trace.run_state(RunState(
+            rollout_id=self.assignment.rollout_id, attempt_id=self.assignment.attempt_id,
+            phase=phase,  # type: ignore[arg-type]
+            pid=os.getpid(), attempts=snapshot.attempts, session_id=self.cp.session_id,
+            turns=snapshot.turns, actions=snapshot.actions, next_index=self.cp.next_index,
+            invalid_streak=snapshot.consecutive_invalid_turns, invalid_total=snapshot.lifetime_invalid_turns,
+            cost_usd=float(snapshot.ledger.total_usd), elapsed_s=round(snapshot.elapsed_s, 3),
+            counters=self.caller.counters, stop_reason=self.cp.stop_reason, updated_at=utcnow(),
+        ))
+
+
+async def run_pilot(rollout_dir: Path, environ: Mapping[str, str], *, host: PluginHost | None = None) -> int:
+    """Run or resume the rollout in ``rollout_dir``; return the exit code (0 completed, 1 failed)."""
+    return await Pilot(rollout_dir, environ, host=host).run()
+
+
+def main_sync(rollout_dir: Path) -> int:
+    return asyncio.run(run_pilot(rollout_dir, dict(os.environ)))

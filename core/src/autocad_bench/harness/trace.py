@@ -1,0 +1,85 @@
+"""Writing the rollout trace: frames, JSONL logs and atomic state files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.records import ResumeCheckpoint, RolloutResult, RunState
+from autocad_bench.models import ArtifactRef
+from autocad_bench.storage import append_jsonl, atomic_write_bytes, atomic_write_json, read_jsonl
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class TraceWriter:
+    """All file output of one pilot; every method leaves the directory consistent."""
+
+    def __init__(self, paths: RolloutPaths) -> None:
+        self.paths = paths
+        paths.frames.mkdir(parents=True, exist_ok=True)
+
+    # --- images ---------------------------------------------------------------------------
+
+    def save_frame(self, sequence: int, png: bytes, sha256: str, width: int, height: int) -> ArtifactRef:
+        """Store a frame (already checksum-verified by the broker client) and reference it."""
+        path = self.paths.frame(sequence)
+        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+            atomic_write_bytes(path, png)
+        return ArtifactRef(path=self.paths.frame_ref(sequence), sha256=sha256, width=width, height=height)
+
+    def save_reference(self, source: Path) -> ArtifactRef:
+        """Copy the task's fixed reference image into the rollout (once)."""
+        data = source.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if not self.paths.reference.exists():
+            tmp = self.paths.reference.with_suffix(".png.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, self.paths.reference)
+        return ArtifactRef(path="reference.png", sha256=digest)
+
+    def save_drawing(self, suffix: str, data: bytes, sha256: str) -> ArtifactRef:
+        path = self.paths.drawing(suffix)
+        atomic_write_bytes(path, data)
+        return ArtifactRef(path=path.name, sha256=sha256, media_type="application/octet-stream")
+
+    # --- logs -----------------------------------------------------------------------------
+
+    def model_turn(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.paths.model_turns, record)
+
+    def turn_summary(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.paths.turn_summaries, record)
+
+    def receipts(self, request_id: str, records: list[dict[str, Any]]) -> None:
+        """Append the receipts of one batch unless that request id is already recorded."""
+        if any(r.get("request_id") == request_id for r in read_jsonl(self.paths.input_receipts)):
+            return
+        for record in records:
+            append_jsonl(self.paths.input_receipts, {"request_id": request_id, **record})
+
+    # --- state ----------------------------------------------------------------------------
+
+    def load_checkpoint(self) -> ResumeCheckpoint | None:
+        if not self.paths.checkpoint.exists():
+            return None
+        return ResumeCheckpoint.model_validate_json(self.paths.checkpoint.read_bytes())
+
+    def checkpoint(self, checkpoint: ResumeCheckpoint) -> None:
+        atomic_write_json(self.paths.checkpoint, checkpoint.model_dump(mode="json"))
+
+    def run_state(self, state: RunState) -> None:
+        atomic_write_json(self.paths.run_state, state.model_dump(mode="json"))
+
+    def result(self, result: RolloutResult) -> None:
+        atomic_write_json(self.paths.result, result.model_dump(mode="json"))
+
+    def json(self, path: Path, value: Any) -> None:
+        atomic_write_json(path, value)
