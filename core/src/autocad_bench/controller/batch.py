@@ -35,6 +35,7 @@ from autocad_bench.harness.trace import utcnow
 from autocad_bench.infrastructure.models import (
     EvaluationArguments,
     ReapRequest,
+    RecoveryLaunchRequest,
     RolloutLaunchRequest,
     TracePublisherRequest,
 )
@@ -86,13 +87,19 @@ class BatchRunner:
         atomic_write_json(self.output_dir / "admission.json", self.admission.report.model_dump(mode="json"))
         self.store = BatchStateStore(self.output_dir / "batch-state.json", self._initial_state())
         self._write_trace_publisher()
+        return self.execute({entry.rollout_id: None for entry in self.enabled})
+
+    def execute(self, work: Mapping[str, str | None]) -> int:
+        """Run the rollouts named in ``work`` (rollout id to a worker id to reconnect, or None
+        for a fresh sandbox); the others keep their state. Reconciles at the end."""
         self.host.notify("batch_started", event=self._batch_event())
         monitor = threading.Thread(target=self._monitor, name="rollout-monitor", daemon=True)
         monitor.start()
         try:
             wave = max(1, self.admission.report.admitted_wave)
             with ThreadPoolExecutor(max_workers=wave, thread_name_prefix="sandbox") as pool:
-                futures = [pool.submit(self._sandbox, entry) for entry in self.enabled]
+                futures = [pool.submit(self._sandbox, entry, work[entry.rollout_id])
+                           for entry in self.enabled if entry.rollout_id in work]
                 for future in futures:
                     future.result()
         finally:
@@ -106,7 +113,7 @@ class BatchRunner:
 
     # --- one sandbox --------------------------------------------------------------------
 
-    def _sandbox(self, entry: RolloutEntry) -> None:
+    def _sandbox(self, entry: RolloutEntry, worker_id: str | None = None) -> None:
         rollout_id = entry.rollout_id
         lease = self._acquire_global_slot(rollout_id)
         paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
@@ -116,6 +123,12 @@ class BatchRunner:
         try:
             request = self._prepare(entry, paths, log_path)
             self._set_state(rollout_id, "starting", started_at=utcnow())
+            if worker_id is not None:
+                self._log(log_path, f"reconnecting to worker {worker_id} on backend {self.backend.name}")
+                command = self.backend.call("build_recovery_command", request=RecoveryLaunchRequest(
+                    launch=request, worker_id=worker_id, resume_command=request.child_command))
+                code = run_subprocess(command, self.environ, log_path)
+                return
             self._log(log_path, f"sandbox starting on backend {self.backend.name} ({self.config.execution_mode} mode)")
             if self.config.execution_mode == "shared":
                 child = InProcessChild(paths.root, request.child_environment_names, self.environ, self.host)
@@ -135,7 +148,7 @@ class BatchRunner:
             self._record_end(entry, paths, code, seconds)
 
     def _prepare(self, entry: RolloutEntry, paths: RolloutPaths, log_path: Path) -> RolloutLaunchRequest:
-        paths.root.mkdir(parents=True)
+        paths.root.mkdir(parents=True, exist_ok=True)
         attempt_id = f"{self.batch_id}.{entry.rollout_id}.1"
         tasks_dir = self.loaded.tasks_dir
         assert tasks_dir is not None
@@ -150,7 +163,11 @@ class BatchRunner:
             infrastructure_backend=self.backend.name,
             infrastructure_hourly_usd=float(hourly_rate(hourly, self.prices).hourly_usd),
         )
-        atomic_write_json(paths.assignment, assignment.model_dump(mode="json"))
+        if paths.assignment.exists():
+            # A resumed rollout keeps the assignment (attempt id, prices) it was started with.
+            assignment = PilotAssignment.model_validate_json(paths.assignment.read_bytes())
+        else:
+            atomic_write_json(paths.assignment, assignment.model_dump(mode="json"))
         evaluation = self.config.evaluation
         return RolloutLaunchRequest(
             batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,

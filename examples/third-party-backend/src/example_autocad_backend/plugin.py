@@ -4,6 +4,11 @@ Each worker is a desktop whose broker already listens at a URL. A rollout takes 
 free worker by creating ``<lease_dir>/<n>.lease`` with ``O_EXCL`` (so two controllers
 sharing the directory never take the same desktop), runs the child with the broker URL
 and token in its environment, and removes its lease in ``finally``.
+
+It also implements the recovery protocol: the lease files are the durable record of which
+rollout holds which worker, so after a crash ``autocad-bench-resume`` finds the worker of
+an interrupted rollout, checks that its broker answers and that no live process still
+holds it, and re-runs the resume command on that same desktop.
 """
 
 from __future__ import annotations
@@ -22,15 +27,19 @@ from pathlib import Path
 from autocad_bench.infrastructure import (
     BROKER_TOKEN_ENV,
     BROKER_URL_ENV,
+    ActiveWorkersRequest,
     CheckResult,
-    InfrastructurePlugin,
+    InfrastructureRecoveryPlugin,
+    InfrastructureSpec,
     PreflightReport,
     PreflightRequest,
     ReapReport,
     ReapRequest,
+    RecoveryLaunchRequest,
     RolloutCommand,
     RolloutLaunchRequest,
     SharedChild,
+    WorkerStatus,
 )
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,7 +56,7 @@ class PoolSettings(BaseModel):
     health_timeout_s: float = Field(default=5.0, gt=0, le=60)
 
 
-class ExamplePoolPlugin(InfrastructurePlugin):
+class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
     name = "example-pool"
     settings_model = PoolSettings
 
@@ -64,7 +73,8 @@ class ExamplePoolPlugin(InfrastructurePlugin):
             ok, reason = _health(url, token or "", settings.health_timeout_s)
             healthy += ok
             checks.append(CheckResult(name=f"worker {url}", passed=ok, reason=reason))
-        free = sum(1 for i in range(len(settings.workers)) if not _lease_path(settings, i).exists())
+        # A lease whose owner died (a crashed controller) is free capacity, not a busy desktop.
+        free = sum(1 for i in range(len(settings.workers)) if not _held(settings, i))
         wave = min(request.max_concurrency, len(request.assignments), free, healthy)
         checks.append(CheckResult(
             name="capacity",
@@ -109,15 +119,96 @@ class ExamplePoolPlugin(InfrastructurePlugin):
         return ReapReport(cleaned=tuple(cleaned), errors=tuple(errors))
 
 
+    # --- recovery ---------------------------------------------------------------------------
+
+    def create_recovery_session(self, spec: InfrastructureSpec) -> PoolSettings:
+        settings: PoolSettings = self.parse_settings(spec)
+        return settings
+
+    def list_active_workers(self, session: PoolSettings, request: ActiveWorkersRequest) -> dict[str, str]:
+        workers = {}
+        for index in range(len(session.workers)):
+            owner = _read_lease(_lease_path(session, index))
+            if owner and owner.get("batch_id") == request.batch_id:
+                workers[str(owner["rollout_id"])] = str(index)
+        return workers
+
+    def worker_status(self, session: PoolSettings, worker_id: str) -> WorkerStatus:
+        index = int(worker_id)
+        if not 0 <= index < len(session.workers):
+            return WorkerStatus(worker_id=worker_id, state="unknown", reconnectable=False, detail="no such worker")
+        owner = _read_lease(_lease_path(session, index))
+        if owner and _alive(int(str(owner.get("pid", 0)))):
+            return WorkerStatus(worker_id=worker_id, state="running", reconnectable=False,
+                                detail=f"still held by live process {owner['pid']}")
+        ok, reason = _health(session.workers[index], os.environ.get(session.token_env, ""), session.health_timeout_s)
+        return WorkerStatus(worker_id=worker_id, state="running" if ok else "unknown", reconnectable=ok,
+                            detail=reason)
+
+    def build_recovery_command(self, request: RecoveryLaunchRequest) -> RolloutCommand:
+        settings: PoolSettings = self.parse_settings(request.launch.spec)
+        return RolloutCommand(
+            argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
+                  json.dumps({"settings": settings.model_dump(), "batch_id": request.launch.batch_id,
+                              "rollout_id": request.launch.rollout_id, "worker": int(request.worker_id)}),
+                  "--", *request.resume_command),
+            environment_names=(settings.token_env, *request.launch.child_environment_names),
+        )
+
+    def terminate_worker(self, session: PoolSettings, worker_id: str) -> bool:
+        with contextlib.suppress(FileNotFoundError):
+            _lease_path(session, int(worker_id)).unlink()
+        return True
+
+
+def _held(settings: PoolSettings, index: int) -> bool:
+    owner = _read_lease(_lease_path(settings, index))
+    return owner is not None and _alive(int(str(owner.get("pid", 0))))
+
+
+def _read_lease(path: Path) -> dict[str, object] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed process whose parent died too may linger as a zombie until reaped.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def _lease_path(settings: PoolSettings, index: int) -> Path:
     return Path(settings.lease_dir) / f"{index}.lease"
 
 
 @contextlib.contextmanager
-def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str) -> Iterator[str]:
-    """Hold the first free worker for the duration of the block; raise if none is free."""
+def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker: int | None = None) -> Iterator[str]:
+    """Hold the first free worker (or, resuming, exactly ``worker``) for the block's duration."""
     Path(settings.lease_dir).mkdir(parents=True, exist_ok=True)
+    if worker is not None:
+        owner = _read_lease(_lease_path(settings, worker))
+        if owner and _alive(int(str(owner.get("pid", 0)))):
+            raise RuntimeError(f"worker {worker} is still held by live process {owner['pid']}")
+        # The stale lease of the interrupted rollout is ours to take over.
+        with contextlib.suppress(FileNotFoundError):
+            _lease_path(settings, worker).unlink()
     for index, url in enumerate(settings.workers):
+        if worker is not None and index != worker:
+            continue
         path = _lease_path(settings, index)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -151,7 +242,7 @@ def run_wrapped(argv: list[str]) -> int:
     spec = json.loads(argv[0])
     child = argv[argv.index("--") + 1:]
     settings = PoolSettings.model_validate(spec["settings"])
-    with lease_worker(settings, spec["batch_id"], spec["rollout_id"]) as url:
+    with lease_worker(settings, spec["batch_id"], spec["rollout_id"], spec.get("worker")) as url:
         env = dict(os.environ)
         env[BROKER_URL_ENV] = url
         env[BROKER_TOKEN_ENV] = os.environ.get(settings.token_env, "")

@@ -1,0 +1,38 @@
+"""``autocad-bench-resume``: plan (default, read-only) or continue an interrupted batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from autocad_bench.cli.errors import report_user_errors
+from autocad_bench.controller.resume import execute_resume, plan_resume
+from autocad_bench.plugins import PluginHost
+
+
+@click.command(name="resume")
+@click.argument("batch_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--execute", is_flag=True, help="Continue the plan (default: print it, read-only).")
+@report_user_errors
+def resume_command(batch_dir: Path, execute: bool) -> None:
+    """Plan or continue the interrupted batch in BATCH_DIR.
+
+    The plan lists every assignment as complete, failed, resume (reconnect and continue
+    from its checkpoint), start (never reached the model) or lost (no reconnectable
+    worker). Exit 0 when nothing is lost (plan) or every rollout completed (execute).
+    """
+    environ = dict(os.environ)
+    host = PluginHost(environ=environ)
+    plan = plan_resume(batch_dir, host)
+    click.echo(json.dumps(plan.model_dump(mode="json"), indent=2))
+    if not execute:
+        sys.exit(1 if any(e.action == "lost" for e in plan.entries) else 0)
+    sys.exit(execute_resume(plan, host, environ))
+
+
+def main() -> None:
+    resume_command(prog_name="autocad-bench-resume")

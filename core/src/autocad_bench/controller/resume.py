@@ -1,0 +1,151 @@
+"""Planning and running the continuation of an interrupted batch (``autocad-bench-resume``).
+
+The plan is read-only: for every assignment it decides from the rollout directory whether
+it is complete, failed (recorded once, never silently rerun), resumable from its
+checkpoint (the backend must find a reconnectable worker), or never started. Executing the
+plan reconnects resumable rollouts through the backend's recovery protocol and starts the
+ones that never started, in the same output directory; the pilot continues each rollout
+from ``resume-checkpoint.json`` without repeating a desktop action, and usage and cost
+accumulate across attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from autocad_bench.admission import AdmissionOptions, admit
+from autocad_bench.config import effective_budgets, load_config
+from autocad_bench.controller.batch import BatchRunner
+from autocad_bench.controller.state import BatchState, BatchStateStore
+from autocad_bench.errors import ConfigError, Problem, UserError
+from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.records import RolloutResult
+from autocad_bench.infrastructure.models import ActiveWorkersRequest, InfrastructureSpec
+from autocad_bench.models import JsonObject, StrictModel
+from autocad_bench.plugins import PluginHandle, PluginHost
+
+ResumeAction = Literal["complete", "failed", "resume", "start", "lost"]
+
+
+class ResumePlanEntry(StrictModel):
+    rollout_id: str
+    action: ResumeAction
+    reason: str
+    infrastructure_backend: str
+    infrastructure: JsonObject
+    worker_id: str | None = None
+    worker_state: str | None = None
+    reconnectable: bool | None = None
+
+
+class ResumePlan(StrictModel):
+    batch_dir: str
+    batch_id: str
+    infrastructure_backend: str
+    entries: list[ResumePlanEntry]
+
+    @property
+    def runnable(self) -> dict[str, str | None]:
+        """Rollout id to worker id (``None`` = fresh sandbox) for everything execute will run."""
+        return {e.rollout_id: e.worker_id for e in self.entries if e.action in ("resume", "start")}
+
+
+def load_batch_state(batch_dir: Path) -> BatchState:
+    path = batch_dir / "batch-state.json"
+    try:
+        return BatchState.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise UserError([Problem(str(path), "not found: is this a batch output directory?")]) from None
+    except ValueError as error:
+        raise UserError([Problem(str(path), f"unreadable batch state: {error}")]) from None
+
+
+def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
+    """Decide what to continue; read-only (backend queries included)."""
+    state = load_batch_state(batch_dir)
+    spec = InfrastructureSpec.model_validate(state.infrastructure)
+    backend = host.infrastructure(state.infrastructure_backend)
+    entries: list[ResumePlanEntry] = []
+    workers: dict[str, str] | None = None
+    session = None
+    for rollout in state.rollouts:
+        paths = RolloutPaths(batch_dir / "rollouts" / rollout.rollout_id)
+        base = {"rollout_id": rollout.rollout_id, "infrastructure_backend": rollout.infrastructure_backend,
+                "infrastructure": state.infrastructure}
+        result = _result(paths)
+        if result is not None:
+            action: ResumeAction = "complete" if result.status == "completed" else "failed"
+            reason = (f"finished: {result.stop_reason or 'completed'}" if action == "complete"
+                      else f"failed once ({result.failure_class}); failures are never rerun in place")
+            entries.append(ResumePlanEntry(**base, action=action, reason=reason))
+            continue
+        if not paths.checkpoint.exists():
+            entries.append(ResumePlanEntry(**base, action="start", reason="never reached the model; starts fresh"))
+            continue
+        if workers is None:
+            backend.require_recovery()
+            problems = backend.call("validate_recovery_spec", spec=spec, location="batch-state.json: $.infrastructure")
+            if problems:
+                raise ConfigError(problems)
+            session = backend.call("create_recovery_session", spec=spec)
+            workers = backend.call("list_active_workers", session=session, request=ActiveWorkersRequest(
+                batch_id=state.batch_id, spec=spec, output_dir=batch_dir)) or {}
+            for rid, text in _legacy_logs(batch_dir, workers, backend):
+                workers[rid] = text
+        worker_id = workers.get(rollout.rollout_id)
+        if worker_id is None:
+            entries.append(ResumePlanEntry(**base, action="lost",
+                                           reason="interrupted, but the backend has no worker for it"))
+            continue
+        status = backend.call("worker_status", session=session, worker_id=worker_id)
+        entries.append(ResumePlanEntry(
+            **base, action="resume" if status.reconnectable else "lost",
+            reason="continue from resume-checkpoint.json" if status.reconnectable
+            else f"worker {worker_id} cannot be reconnected: {status.detail or status.state}",
+            worker_id=worker_id, worker_state=status.state, reconnectable=status.reconnectable))
+    return ResumePlan(batch_dir=str(batch_dir), batch_id=state.batch_id,
+                      infrastructure_backend=state.infrastructure_backend, entries=entries)
+
+
+def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str]) -> int:
+    """Run the plan in the same output directory; 0 when every rollout ends completed."""
+    batch_dir = Path(plan.batch_dir)
+    state = load_batch_state(batch_dir)
+    loaded = load_config(state.config_path)
+    budgets = state.budgets
+    budgets = effective_budgets(budgets, environ={})
+    admission = admit(loaded, host, environ, budgets,
+                      AdmissionOptions(allow_partial=True, mode="execute", batch_id=state.batch_id))
+    if not admission.report.passed:
+        failed = [f"{c.name}: {c.reason}" for c in admission.report.checks if not c.passed]
+        raise UserError([Problem("resume admission", line) for line in failed])
+    runner = BatchRunner(loaded, admission, budgets, batch_dir, host=host, environ=environ, batch_id=state.batch_id)
+    runner.store = BatchStateStore(batch_dir / "batch-state.json", state.model_copy(
+        update={"status": "running", "finished_at": None}))
+    for entry in plan.entries:
+        if entry.action in ("resume", "start"):
+            runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
+    runner.execute(plan.runnable)
+    return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
+
+
+def _result(paths: RolloutPaths) -> RolloutResult | None:
+    try:
+        return RolloutResult.model_validate_json(paths.result.read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _legacy_logs(batch_dir: Path, known: dict[str, str], backend: PluginHandle) -> list[tuple[str, str]]:
+    """Worker ids from rollout logs of runs that predate durable worker indexing."""
+    found = []
+    for log in sorted((batch_dir / "logs").glob("*.log")):
+        rollout_id = log.stem
+        if rollout_id in known:
+            continue
+        worker = backend.call("worker_id_from_log", log_text=log.read_text(errors="replace"))
+        if worker:
+            found.append((rollout_id, worker))
+    return found
