@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from autocad_bench import InfrastructurePlugin, register_infrastructure_plugin
 from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import effective_budgets, parse_config_text
@@ -35,7 +37,6 @@ from autocad_bench.infrastructure import (
     SharedChild,
 )
 from autocad_bench.plugins import PluginHost
-from pydantic import BaseModel, ConfigDict
 
 HERE = Path(__file__).resolve().parent
 

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench.cli.batch import batch_command
 from click.testing import CliRunner
 
-from tests.core.batch_configs import pool_config, write
+from autocad_bench.cli.batch import batch_command
+from tests.core.batch_configs import REPO, pool_config, write
+
+TASKS = REPO / "examples" / "tasks"
 
 
 @pytest.fixture
@@ -259,7 +261,10 @@ def test_execute_refuses_existing_output_dir(tmp_path: Path, env: tuple[str, str
 def test_execute_with_failing_check_creates_nothing(tmp_path: Path, env: tuple[str, str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EXAMPLE_POOL_TOKEN", "wrong-token")
-    path = write(tmp_path, pool_config([env[0]], tmp_path / "l"))
+    config = pool_config([env[0]], tmp_path / "l", tasks_dir=str(TASKS))
+    for index, rollout in enumerate(config["rollouts"]):
+        rollout.update(task_id="line-and-circle", model=f"replay-{index}")
+    path = write(tmp_path, config)
     code, out, _ = run(["--config", str(path), "--execute", "--output-dir", str(tmp_path / "out")])
     assert code == 1
     assert json.loads(out)["mode"] == "execute"
@@ -282,3 +287,15 @@ def test_skip_direct_model_check_is_reported(tmp_path: Path, env: tuple[str, str
     catalog = [c for c in report["checks"] if c["name"].startswith("model_catalog")]
     assert catalog == [{"step": 8, "name": "model_catalog", "passed": True, "details": {},
                         "reason": "skipped (--skip-direct-model-check); execute mode never skips it"}]
+
+
+def test_execute_needs_tasks_that_exist(tmp_path: Path, env: tuple[str, str]) -> None:
+    path = write(tmp_path, pool_config([env[0]], tmp_path / "l"))
+    code, _, err = run(["--config", str(path), "--execute", "--output-dir", str(tmp_path / "out")])
+    assert code == 2
+    assert err.strip() == f"error: {path}: $.tasks_dir: execute mode needs a task directory"
+    path = write(tmp_path, pool_config([env[0]], tmp_path / "l", tasks_dir=str(TASKS)))
+    code, _, err = run(["--config", str(path)])
+    assert code == 2
+    assert err.splitlines()[0] == f"error: {path}: $.rollouts[0].task_id: task 't1' not found in {TASKS}"
+    assert not (tmp_path / "out").exists()

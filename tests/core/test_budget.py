@@ -6,6 +6,9 @@ import json
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from autocad_bench.costs import (
     BudgetExceeded,
     BudgetState,
@@ -18,8 +21,6 @@ from autocad_bench.costs import (
     default_pricing,
 )
 from autocad_bench.providers.models import TokenUsage
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 D = Decimal
 

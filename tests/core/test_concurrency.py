@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from autocad_bench.costs import ActiveRolloutRegistry, ConcurrencyLimiter, ConcurrencyLimitReached
 
 REPO = Path(__file__).resolve().parents[2]

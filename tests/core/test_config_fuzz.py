@@ -6,13 +6,13 @@ import json
 import re
 from pathlib import Path
 
-from autocad_bench.cli.batch import batch_command
-from autocad_bench.config import BatchConfig, parse_config_text
-from autocad_bench.errors import ConfigError
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from autocad_bench.cli.batch import batch_command
+from autocad_bench.config import BatchConfig, parse_config_text
+from autocad_bench.errors import ConfigError
 from tests.core.batch_configs import pool_config
 
 json_values = st.recursive(

@@ -9,6 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from autocad_bench.costs import (
     PRICING_ENV,
     CostLedger,
@@ -26,8 +29,6 @@ from autocad_bench.costs import (
 )
 from autocad_bench.errors import ConfigError
 from autocad_bench.providers.models import TokenUsage
-from hypothesis import given
-from hypothesis import strategies as st
 
 D = Decimal
 

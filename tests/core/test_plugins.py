@@ -6,6 +6,7 @@ from importlib.metadata import EntryPoint
 from typing import Any
 
 import pytest
+
 from autocad_bench import InfrastructurePlugin, ModelProvider, Observer, hookimpl
 from autocad_bench.errors import PluginError, RecoveryNotSupportedError
 from autocad_bench.events import RolloutStateEvent

@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 import stamina
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from autocad_bench.costs import BudgetTracker, RolloutBudget, StopReason, cost_of, default_pricing
 from autocad_bench.models import ArtifactRef, JsonObject
 from autocad_bench.providers.models import (
@@ -41,8 +44,6 @@ from autocad_bench.retry import (
     default_sleep,
     request_turn,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 K = ProviderErrorKind
 FRAME = ArtifactRef(path="frames/0000.png", sha256="0" * 64)

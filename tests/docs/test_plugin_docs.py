@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pluggy
+
 from autocad_bench import hookspecs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from autocad_bench.infrastructure import InfrastructureSpec
 from autocad_bench.testing import BackendConformance
 from example_autocad_backend import ExamplePoolPlugin
-
 from tests.core.batch_configs import pool_config, write
 
 REPO = Path(__file__).resolve().parents[2]

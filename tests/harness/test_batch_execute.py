@@ -43,7 +43,9 @@ def batch_config(brokers: list[FakeBroker], lease_dir: Path, mode: str, rollouts
     }
 
 
-def run_batch(tmp_path: Path, brokers: list[FakeBroker], mode: str, name: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_batch(
+    tmp_path: Path, brokers: list[FakeBroker], mode: str, name: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     config = tmp_path / f"{name}.json"
     config.write_text(json.dumps(batch_config(brokers, tmp_path / f"{name}-leases", mode)))
     out = tmp_path / name

@@ -125,4 +125,4 @@ def effective_budgets(
     ):
         if flag_value is not None:
             updates[field] = flag_value
-    return budgets.model_copy(update=updates)
+    return BudgetConfig.model_validate({**budgets.model_dump(), **updates})

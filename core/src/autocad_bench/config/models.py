@@ -6,11 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from autocad_bench.costs.budget import RolloutBudget
+from autocad_bench.costs.pricing import PricingContract
 from autocad_bench.infrastructure.models import InfrastructureSpec
 from autocad_bench.models import EnvName, Identifier, JsonObject, StrictModel
-
-DEFAULT_MAX_ACTIONS = 5000
-DEFAULT_MAX_CONSECUTIVE_INVALID_TURNS = 10
 
 
 class RolloutEntry(StrictModel):
@@ -24,14 +23,9 @@ class RolloutEntry(StrictModel):
     provider_options: JsonObject = Field(default_factory=dict)
 
 
-class BudgetConfig(StrictModel):
-    """Per-rollout limits. The action and invalid-turn limits are the benchmark contract."""
-
-    max_actions: int = Field(default=DEFAULT_MAX_ACTIONS, ge=1)
-    max_consecutive_invalid_turns: int = Field(default=DEFAULT_MAX_CONSECUTIVE_INVALID_TURNS, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_duration_s: float | None = Field(default=None, gt=0)
-    max_turns: int | None = Field(default=None, ge=1)
+BudgetConfig = RolloutBudget
+"""Per-rollout limits (``budgets`` in the configuration); the action and invalid-turn limits
+are the benchmark contract, cost, duration and turn caps are optional guardrails."""
 
 
 class JudgeConfig(StrictModel):
@@ -67,7 +61,10 @@ class BatchConfig(StrictModel):
     infrastructure: InfrastructureSpec
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     budgets: BudgetConfig = Field(default_factory=BudgetConfig)
-    pricing: JsonObject | None = None
+    pricing: PricingContract | None = Field(
+        default=None, description="a pinned price table; without it the dated defaults (plus "
+        "AUTOCAD_BENCH_PRICING_JSON) are used and recorded in batch-state.json",
+    )
     rollouts: list[RolloutEntry] = Field(min_length=1)
 
     @property

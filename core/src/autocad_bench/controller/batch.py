@@ -11,7 +11,6 @@ the same rollout directories. Independent rollouts never wait for one another; o
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
@@ -71,8 +70,7 @@ class BatchRunner:
         self.host = host
         self.environ = environ
         self.batch_id = batch_id or new_batch_id(output_dir)
-        self.prices: PricingContract = load_pricing(
-            environ, pinned=PricingContract.model_validate(self.config.pricing) if self.config.pricing else None)
+        self.prices: PricingContract = load_pricing(environ, pinned=self.config.pricing)
         self.enabled = self.config.enabled_rollouts
         self._stop = threading.Event()
         self._registry = self._global_registry()
@@ -158,7 +156,7 @@ class BatchRunner:
             batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
             task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
             model=_spec(entry, self.loaded.path.parent), budgets=self.budgets,
-            pricing=self.prices.model_dump(mode="json"),
+            pricing=self.prices,
             credential_names=tuple(self.admission.credential_names.get(entry.rollout_id, ())),
             infrastructure_backend=self.backend.name,
             infrastructure_hourly_usd=float(hourly_rate(hourly, self.prices).hourly_usd),
@@ -227,7 +225,7 @@ class BatchRunner:
             infrastructure_backend=self.backend.name,
             infrastructure=BatchState.spec_json(self.config.infrastructure),
             evaluation=self.config.evaluation.model_dump(mode="json"), budgets=self.budgets,
-            pricing=self.config.pricing,
+            pricing=self.prices.model_dump(mode="json"),
             rollouts=[RolloutEntryState(
                 rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider, model=r.model,
                 attempt_id=f"{self.batch_id}.{r.rollout_id}.1", infrastructure_backend=self.backend.name)

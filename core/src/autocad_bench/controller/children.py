@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -66,8 +67,6 @@ def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path
                 os.killpg(process.pid, 15)
                 process.wait(timeout=30)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, 9)
-                except ProcessLookupError:
-                    pass
             raise

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from autocad_bench.config.models import BudgetConfig
-from autocad_bench.models import EnvName, JsonObject, StrictModel
+from autocad_bench.costs.pricing import PricingContract
+from autocad_bench.models import EnvName, StrictModel
 from autocad_bench.providers.models import DisplaySize, ModelSpec
 
 
@@ -24,7 +25,8 @@ class PilotAssignment(StrictModel):
     reference_png: str = Field(description="absolute path of the task's fixed reference image")
     model: ModelSpec
     budgets: BudgetConfig
-    pricing: JsonObject | None = None
+    pricing: PricingContract | None = Field(
+        default=None, description="the effective price table the batch was admitted with")
     display: DisplaySize = Field(default_factory=DisplaySize)
     credential_names: tuple[EnvName, ...] = ()
     infrastructure_backend: str

@@ -37,7 +37,6 @@ from autocad_bench.costs import (
     BudgetTracker,
     InvalidTurnLimitExceeded,
     PricingContract,
-    RolloutBudget,
     cost_of,
     load_pricing,
 )
@@ -57,8 +56,9 @@ from autocad_bench.providers.models import Credentials, ModelTurn, Observation, 
 from autocad_bench.providers.session import ProviderSession
 from autocad_bench.retry.caller import (
     BudgetStopped,
-    ModelCallError,
     ModelCaller,
+    ModelCallError,
+    TransientRetriesExhausted,
     TurnResult,
 )
 from autocad_bench.storage import read_jsonl
@@ -96,9 +96,9 @@ class Pilot:
         a = self.assignment
         self.cp = self.trace.load_checkpoint() or ResumeCheckpoint(rollout_id=a.rollout_id, attempt_id=a.attempt_id)
         self.prices: PricingContract = load_pricing(
-            environ, pinned=PricingContract.model_validate(a.pricing) if a.pricing else None
+            environ, pinned=a.pricing
         )
-        self.budget = BudgetTracker(RolloutBudget.model_validate(a.budgets.model_dump()), state=self.cp.budget)
+        self.budget = BudgetTracker(a.budgets, state=self.cp.budget)
         self.caller = ModelCaller(
             counters=self.cp.counters,
             budget=self.budget,
@@ -200,6 +200,9 @@ class Pilot:
                 self._flush_costs()
                 self._save(done=True, stop_reason=str(stop.reason))
                 return
+            except TransientRetriesExhausted as error:
+                self._flush_costs()
+                raise _Failure(FailureClass.TRANSPORT_EXHAUSTED, f"model provider unreachable: {error}") from error
             except ModelCallError as error:
                 self._flush_costs()
                 raise _Failure(FailureClass.MODEL_CONTRACT_ERROR, str(error)) from error
@@ -207,7 +210,8 @@ class Pilot:
 
     async def _handle_turn(self, result: TurnResult) -> None:
         turn = result.turn
-        index = self.cp.turn_index
+        # Malformed responses answered inside the caller advance the turn index.
+        index = result.observation.turn_index
         validated = validate_batch(turn.action_input, self.assignment.display, self.budget.remaining_actions)
         self._record_turn(index, result, validated)
         provider_state = self.session.checkpoint() if self.session else None
@@ -232,7 +236,7 @@ class Pilot:
             tool_use_id=turn.tool_use_id,
             request_id=action_request_id(self.assignment.attempt_id, turn.tool_use_id, offset),
             expected_index=offset,
-            actions=validated.to_wire(),  # type: ignore[arg-type]
+            actions=validated.to_wire(),
             turn_index=index,
         )
         # Written before sending: a crash from here on resends this exact request.
@@ -409,7 +413,7 @@ class Pilot:
         snapshot = self.budget.snapshot()
         self.trace.run_state(RunState(
             rollout_id=self.assignment.rollout_id, attempt_id=self.assignment.attempt_id,
-            phase=phase,  # type: ignore[arg-type]
+            phase=phase,
             pid=os.getpid(), attempts=snapshot.attempts, session_id=self.cp.session_id,
             turns=snapshot.turns, actions=snapshot.actions, next_index=self.cp.next_index,
             invalid_streak=snapshot.consecutive_invalid_turns, invalid_total=snapshot.lifetime_invalid_turns,

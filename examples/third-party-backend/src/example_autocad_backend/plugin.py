@@ -24,6 +24,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from autocad_bench.infrastructure import (
     BROKER_TOKEN_ENV,
     BROKER_URL_ENV,
@@ -41,7 +43,6 @@ from autocad_bench.infrastructure import (
     SharedChild,
     WorkerStatus,
 )
-from pydantic import BaseModel, ConfigDict, Field
 
 
 class PoolSettings(BaseModel):
