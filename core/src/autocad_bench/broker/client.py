@@ -1,0 +1,390 @@
+"""Async client of the broker HTTP protocol (see ``docs/broker-protocol.md``).
+
+Every call is one *operation*: up to ``max_attempts`` HTTP attempts inside one deadline,
+each on a fresh TCP connection, all carrying the same request body (and therefore the same
+idempotency identity). Only transport failures are retried — refused or reset
+connections, timeouts, disconnects, truncated or corrupted bodies — with stamina's
+jittered exponential backoff. An HTTP error status is raised at once as
+:class:`~autocad_bench.broker.errors.BrokerHTTPError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aiohttp
+import stamina
+from pydantic import BaseModel, ValidationError
+from yarl import URL
+
+from autocad_bench.actions.models import Action
+from autocad_bench.actions.validation import ValidatedBatch
+from autocad_bench.broker.errors import (
+    BrokerConflict,
+    BrokerHTTPError,
+    BrokerProtocolError,
+    BrokerTransportExhausted,
+)
+from autocad_bench.broker.protocol import (
+    CONTENT_SHA256_HEADER,
+    NAME_PATTERN,
+    ActionsRequest,
+    ActionsResponse,
+    CheckpointRequest,
+    CheckpointResponse,
+    ErrorResponse,
+    EventsResponse,
+    FrameEventsResponse,
+    HealthResponse,
+    LeaseRequest,
+    LeaseResponse,
+    ReleaseRequest,
+    ReleaseResponse,
+    ResetRequest,
+    ResetResponse,
+    Route,
+    StatusResponse,
+    reset_request_id,
+)
+from autocad_bench.errors import ConfigError, Problem
+from autocad_bench.infrastructure.models import BROKER_TOKEN_ENV, BROKER_URL_ENV
+
+log = logging.getLogger(__name__)
+
+MAX_TRANSPORT_ATTEMPTS = 8
+"""Retry-matrix bound: transport attempts per broker operation."""
+
+DEFAULT_OPERATION_DEADLINE_S = 120.0
+"""Default wall-clock bound of one operation, all attempts and backoff included."""
+
+_M = TypeVar("_M", bound=BaseModel)
+_T = TypeVar("_T")
+
+
+class _TransportFailure(Exception):
+    """The answer was lost in transit; safe to resend the identical request.
+
+    Carries only a sanitised one-line description: aiohttp exceptions may hold the request
+    headers (and so the token) in their ``repr``, which retry logging would print.
+    """
+
+
+class _CorruptBody(_TransportFailure):
+    """A 200 body that did not arrive intact (bad JSON, checksum mismatch)."""
+
+
+def _is_transport_failure(error: BaseException) -> bool:
+    return isinstance(error, _TransportFailure)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    status: int
+    content_type: str
+    sha256_header: str | None
+    body: bytes
+
+
+class BrokerClient:
+    """Talks to one broker; safe to share between tasks of one event loop.
+
+    ``token`` is sent as ``Authorization: Bearer`` and never appears in ``repr``, logs or
+    exception messages. ``operation_deadline_s`` bounds each call (backoff included);
+    ``max_attempts`` may lower, never raise, the retry-matrix bound of 8;
+    ``connect_timeout_s`` bounds each connection attempt. The ``wait_*`` arguments tune
+    stamina's backoff between attempts. Raises ``ValueError`` for an unusable URL (not
+    http(s), credentials or a query in it), an empty token or out-of-range bounds.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        operation_deadline_s: float = DEFAULT_OPERATION_DEADLINE_S,
+        max_attempts: int = MAX_TRANSPORT_ATTEMPTS,
+        connect_timeout_s: float = 10.0,
+        wait_initial_s: float = 0.1,
+        wait_max_s: float = 5.0,
+        wait_jitter_s: float = 0.5,
+    ) -> None:
+        url = URL(base_url.rstrip("/"))
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("broker base_url must be an http(s) URL with a host")
+        if url.user is not None or url.password is not None or url.query_string:
+            raise ValueError("broker base_url must not carry credentials or a query")
+        if not token:
+            raise ValueError("broker token must not be empty")
+        if operation_deadline_s <= 0:
+            raise ValueError("operation_deadline_s must be > 0")
+        if not 1 <= max_attempts <= MAX_TRANSPORT_ATTEMPTS:
+            raise ValueError(f"max_attempts must be between 1 and {MAX_TRANSPORT_ATTEMPTS}")
+        self._base = url
+        self._token = token
+        self.operation_deadline_s = operation_deadline_s
+        self.max_attempts = max_attempts
+        self.connect_timeout_s = connect_timeout_s
+        self._wait = {
+            "wait_initial": wait_initial_s,
+            "wait_max": wait_max_s,
+            "wait_jitter": wait_jitter_s,
+        }
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str], **options: Any) -> BrokerClient:
+        """Build a client from ``AUTOCAD_BENCH_BROKER_URL``/``AUTOCAD_BENCH_BROKER_TOKEN``.
+
+        Raises :class:`~autocad_bench.errors.ConfigError` naming each missing variable
+        (never a value).
+        """
+        problems = [
+            Problem(name, "environment variable is not set")
+            for name in (BROKER_URL_ENV, BROKER_TOKEN_ENV)
+            if not environ.get(name)
+        ]
+        if problems:
+            raise ConfigError(problems)
+        try:
+            return cls(environ[BROKER_URL_ENV], environ[BROKER_TOKEN_ENV], **options)
+        except ValueError as error:
+            raise ConfigError([Problem(BROKER_URL_ENV, str(error))]) from None
+
+    @property
+    def base_url(self) -> str:
+        return str(self._base)
+
+    def __repr__(self) -> str:
+        return f"BrokerClient(base_url={self.base_url!r})"
+
+    # Endpoints -----------------------------------------------------------------------
+
+    async def health(self) -> HealthResponse:
+        """``GET /health``: broker identity and desktop size."""
+        return await self._json(Route.HEALTH, "/health", None, HealthResponse)
+
+    async def lease(self, task_id: str, attempt_id: str) -> LeaseResponse:
+        """``POST /lease``; replaying the same identity returns the existing lease.
+
+        Raises :class:`BrokerConflict` (``lease_conflict``) if another identity holds it.
+        """
+        body = LeaseRequest(task_id=task_id, attempt_id=attempt_id)
+        return await self._json(Route.LEASE, "/lease", body, LeaseResponse)
+
+    async def reset(self, session_id: str, *, deadline_s: float | None = None) -> ResetResponse:
+        """``POST /reset`` with the session's fixed reset id; a replay returns frame 0 again."""
+        body = ResetRequest(session_id=session_id, request_id=reset_request_id(session_id))
+        return await self._json(Route.RESET, "/reset", body, ResetResponse, deadline_s)
+
+    async def actions(
+        self,
+        session_id: str,
+        request_id: str,
+        expected_index: int,
+        actions: Sequence[Action] | ValidatedBatch,
+        *,
+        deadline_s: float | None = None,
+    ) -> ActionsResponse:
+        """``POST /actions``: inject the batch exactly once.
+
+        The default deadline is the operation deadline plus the batch's total ``wait``
+        time. Raises :class:`BrokerConflict` for a reused request id with another body or
+        a wrong ``expected_index`` (``next_index`` set), :class:`BrokerHTTPError` 422 when
+        the broker's own validation refuses the batch.
+        """
+        items = actions.actions if isinstance(actions, ValidatedBatch) else tuple(actions)
+        body = ActionsRequest(
+            session_id=session_id,
+            request_id=request_id,
+            expected_index=expected_index,
+            actions=items,
+        )
+        if deadline_s is None:
+            waits = sum(getattr(action, "seconds", 0.0) for action in items)
+            deadline_s = self.operation_deadline_s + waits
+        return await self._json(Route.ACTIONS, "/actions", body, ActionsResponse, deadline_s)
+
+    async def frame(self, sequence: int, *, expected_sha256: str | None = None) -> bytes:
+        """``GET /frames/{sequence}``: PNG bytes whose SHA-256 matched the broker's header.
+
+        With ``expected_sha256`` (from a ``FrameInfo``) the bytes must also match it, else
+        :class:`BrokerProtocolError`.
+        """
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise ValueError("frame sequence must be an int >= 0")
+        return await self._binary(Route.FRAME, f"/frames/{sequence}", expected_sha256)
+
+    async def checkpoint(
+        self, session_id: str, request_id: str, *, deadline_s: float | None = None
+    ) -> CheckpointResponse:
+        """``POST /checkpoint``: the broker saves the drawing; returns the artifact named."""
+        body = CheckpointRequest(session_id=session_id, request_id=request_id)
+        return await self._json(Route.CHECKPOINT, "/checkpoint", body, CheckpointResponse, deadline_s)
+
+    async def artifact(self, name: str, *, expected_sha256: str | None = None) -> bytes:
+        """``GET /artifacts/{name}``: the artifact's bytes, checksum-verified."""
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise ValueError("artifact name must be one path segment of letters, digits, . _ -")
+        return await self._binary(Route.ARTIFACT, f"/artifacts/{name}", expected_sha256)
+
+    async def events(self) -> EventsResponse:
+        """``GET /events``: the broker's event log (read-only)."""
+        return await self._json(Route.EVENTS, "/events", None, EventsResponse)
+
+    async def frame_events(self) -> FrameEventsResponse:
+        """``GET /frame-events``: one record per captured frame (read-only)."""
+        return await self._json(Route.FRAME_EVENTS, "/frame-events", None, FrameEventsResponse)
+
+    async def status(self) -> StatusResponse:
+        """``GET /status``: current session state (read-only)."""
+        return await self._json(Route.STATUS, "/status", None, StatusResponse)
+
+    async def release(self, session_id: str, *, deadline_s: float | None = None) -> ReleaseResponse:
+        """``POST /release``; releasing an already released session succeeds again."""
+        body = ReleaseRequest(session_id=session_id)
+        return await self._json(Route.RELEASE, "/release", body, ReleaseResponse, deadline_s)
+
+    # Operation machinery -------------------------------------------------------------
+
+    async def _json(
+        self,
+        route: Route,
+        path: str,
+        body: BaseModel | None,
+        model: type[_M],
+        deadline_s: float | None = None,
+    ) -> _M:
+        def parse(reply: _Reply) -> _M:
+            try:
+                data = json.loads(reply.body)
+            except ValueError:
+                raise _CorruptBody("response body is not JSON") from None
+            try:
+                return model.model_validate(data)
+            except ValidationError as error:
+                raise BrokerProtocolError(
+                    f"{route.value}: response does not match {model.__name__}: "
+                    f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']}"
+                ) from None
+
+        payload = None if body is None else body.model_dump_json().encode("utf-8")
+        return await self._operation(route, path, payload, parse, deadline_s)
+
+    async def _binary(self, route: Route, path: str, expected_sha256: str | None) -> bytes:
+        def parse(reply: _Reply) -> bytes:
+            if reply.sha256_header is None:
+                raise BrokerProtocolError(f"{route.value}: response lacks {CONTENT_SHA256_HEADER}")
+            digest = hashlib.sha256(reply.body).hexdigest()
+            if digest != reply.sha256_header.lower():
+                raise _CorruptBody("body does not match its advertised SHA-256")
+            if expected_sha256 is not None and digest != expected_sha256:
+                raise BrokerProtocolError(f"{route.value}: broker served {digest}, expected {expected_sha256}")
+            return reply.body
+
+        return await self._operation(route, path, None, parse, None)
+
+    async def _operation(
+        self,
+        route: Route,
+        path: str,
+        payload: bytes | None,
+        parse: Callable[[_Reply], _T],
+        deadline_s: float | None,
+    ) -> _T:
+        budget = self.operation_deadline_s if deadline_s is None else deadline_s
+        deadline = asyncio.get_running_loop().time() + budget
+        attempts = 0
+        last_error = ""
+        try:
+            async with asyncio.timeout_at(deadline):
+                async for attempt in stamina.retry_context(
+                    on=_is_transport_failure,
+                    attempts=self.max_attempts,
+                    timeout=budget,
+                    **self._wait,
+                ):
+                    with attempt:
+                        attempts += 1
+                        try:
+                            return parse(await self._send(route, path, payload, deadline))
+                        except _TransportFailure as error:
+                            last_error = str(error)
+                            log.info(
+                                "%s attempt %d/%d failed: %s",
+                                route.value, attempts, self.max_attempts, last_error,
+                            )  # fmt: skip
+                            raise
+        except TimeoutError as error:
+            # The deadline expired while an attempt or a backoff sleep was in flight.
+            raise self._exhausted(route, attempts, budget, last_error) from error
+        except _TransportFailure as error:
+            raise self._exhausted(route, attempts, budget, last_error) from error
+        raise AssertionError("unreachable: stamina either returns or raises")
+
+    def _exhausted(self, route: Route, attempts: int, budget: float, last_error: str) -> BrokerTransportExhausted:
+        if attempts >= self.max_attempts:
+            return BrokerTransportExhausted(
+                route.value, attempts, "attempts", f"attempt limit of {attempts} reached", last_error
+            )
+        return BrokerTransportExhausted(
+            route.value, attempts, "deadline", f"deadline of {budget:g} s passed", last_error
+        )
+
+    async def _send(self, route: Route, path: str, payload: bytes | None, deadline: float) -> _Reply:
+        """One HTTP attempt on a brand-new connection; raises for HTTP error statuses."""
+        remaining = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout_s, remaining))
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "*/*"}
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        url = self._base.with_path(self._base.path.rstrip("/") + path)
+        failure = ""
+        try:
+            # A fresh connector per attempt: a retry must never reuse a socket that the
+            # failed attempt (or a dead tunnel) left behind.
+            connector = aiohttp.TCPConnector(force_close=True, limit=1)
+            async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+                # aiohttp silently resends an idempotent request once after a disconnect;
+                # every resend must be one of our counted, backed-off attempts instead.
+                session._retry_connection = False
+                async with session.request(route.method, url, data=payload, headers=headers) as response:
+                    reply = _Reply(
+                        status=response.status,
+                        content_type=response.content_type,
+                        sha256_header=response.headers.get(CONTENT_SHA256_HEADER),
+                        body=await response.read(),
+                    )
+        except (aiohttp.ClientError, TimeoutError, ConnectionError) as error:
+            if isinstance(error, aiohttp.InvalidURL):
+                raise
+            failure = _describe(error)
+        if failure:
+            # Raised outside the handler so the aiohttp exception is not kept as context.
+            raise _TransportFailure(failure)
+        if reply.status >= 400:
+            raise _http_error(reply)
+        if reply.status != 200:
+            raise BrokerProtocolError(f"{route.value}: unexpected HTTP status {reply.status}")
+        return reply
+
+
+def _http_error(reply: _Reply) -> BrokerHTTPError:
+    try:
+        error = ErrorResponse.model_validate_json(reply.body)
+    except ValidationError:
+        text = reply.body[:200].decode("utf-8", "replace")
+        return BrokerHTTPError(reply.status, f"http_{reply.status}", text or "no error body")
+    if reply.status == 409:
+        return BrokerConflict(error.code.value, error.message, next_index=error.next_index)
+    return BrokerHTTPError(reply.status, error.code.value, error.message, problems=error.problems)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
