@@ -108,6 +108,7 @@ class Pilot:
         self.started = utcnow()
         self._monotonic_start = time.monotonic()
         self.session: ProviderSession | None = None
+        self._phase = "starting"
         self._pending_costs: list[Any] = []
 
     # --- entry --------------------------------------------------------------------------
@@ -119,10 +120,13 @@ class Pilot:
             return existing.exit_code
         self._state("starting")
         failure: _Failure | None = None
+        if self.cp.failure is not None:
+            failure = _Failure(self.cp.failure, self.cp.failure_detail)
         try:
-            await self._handoff()
-            self._state("running")
-            await self._loop()
+            if failure is None and not self.cp.done:
+                await self._handoff()
+                self._state("running")
+                await self._loop()
         except _Failure as error:
             failure = error
         except BrokerTransportExhausted as error:
@@ -283,17 +287,21 @@ class Pilot:
 
     async def _finish(self, failure: _Failure | None) -> int:
         self._state("checkpointing")
-        drawing = None
+        drawing = self.cp.drawing
         cleanup: list[str] = []
         if self.cp.session_id is not None:
-            try:
-                saved = await self.broker.checkpoint(self.cp.session_id, f"checkpoint-{self.cp.session_id}")
-                data = await self.broker.artifact(saved.artifact.name, expected_sha256=saved.artifact.sha256)
-                suffix = Path(saved.artifact.name).suffix or ".dwg"
-                drawing = self.trace.save_drawing(suffix, data, saved.artifact.sha256)
-            except BrokerError as error:
-                if failure is None:
-                    failure = _Failure(FailureClass.ARTIFACT_UNAVAILABLE, f"drawing checkpoint failed: {error}")
+            # Each finishing step is recorded, so a pilot restarted after a crash here
+            # neither saves twice nor touches a session it already released.
+            if drawing is None and not self.cp.released:
+                try:
+                    saved = await self.broker.checkpoint(self.cp.session_id, f"checkpoint-{self.cp.session_id}")
+                    data = await self.broker.artifact(saved.artifact.name, expected_sha256=saved.artifact.sha256)
+                    suffix = Path(saved.artifact.name).suffix or ".dwg"
+                    drawing = self.trace.save_drawing(suffix, data, saved.artifact.sha256)
+                    self._save(drawing=drawing)
+                except BrokerError as error:
+                    if failure is None:
+                        failure = _Failure(FailureClass.ARTIFACT_UNAVAILABLE, f"drawing checkpoint failed: {error}")
             for name, fetch in (("events", self.broker.events), ("frame_events", self.broker.frame_events)):
                 try:
                     value = await fetch()
@@ -301,10 +309,12 @@ class Pilot:
                     self.trace.json(path, value.model_dump(mode="json"))
                 except BrokerError as error:
                     cleanup.append(f"{name}: {error}")
-            try:
-                await self.broker.release(self.cp.session_id)
-            except BrokerError as error:
-                cleanup.append(f"release: {error}")
+            if not self.cp.released:
+                try:
+                    await self.broker.release(self.cp.session_id)
+                    self._save(released=True)
+                except BrokerError as error:
+                    cleanup.append(f"release: {error}")
         for path, key in ((self.paths.events, "events"), (self.paths.frame_events, "frame_events")):
             if not path.exists():
                 self.trace.json(path, {key: []})
@@ -407,9 +417,10 @@ class Pilot:
         update["counters"] = self.caller.counters
         self.cp = self.cp.model_copy(update=update)
         self.trace.checkpoint(self.cp)
-        self._state("running" if not self.cp.done else "checkpointing")
+        self._state(self._phase)
 
     def _state(self, phase: str) -> None:
+        self._phase = phase
         snapshot = self.budget.snapshot()
         self.trace.run_state(RunState(
             rollout_id=self.assignment.rollout_id, attempt_id=self.assignment.attempt_id,

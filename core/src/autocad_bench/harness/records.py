@@ -64,6 +64,8 @@ class ResumeCheckpoint(StrictModel):
     counters: RetryCounters = Field(default_factory=RetryCounters)
     done: bool = False
     stop_reason: str | None = None
+    drawing: ArtifactRef | None = None
+    released: bool = False
     failure: FailureClass | None = None
     failure_detail: str = ""
 

@@ -76,7 +76,8 @@ class TraceWriter:
         atomic_write_json(self.paths.checkpoint, checkpoint.model_dump(mode="json"))
 
     def run_state(self, state: RunState) -> None:
-        atomic_write_json(self.paths.run_state, state.model_dump(mode="json"))
+        # Progress only: resume trusts resume-checkpoint.json, so no fsync on this hot path.
+        atomic_write_json(self.paths.run_state, state.model_dump(mode="json"), durable=False)
 
     def result(self, result: RolloutResult) -> None:
         atomic_write_json(self.paths.result, result.model_dump(mode="json"))

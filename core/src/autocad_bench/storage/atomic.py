@@ -15,27 +15,34 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically; the parent directory must exist."""
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; the parent directory must exist.
+
+    ``durable=False`` skips the fsyncs: readers still never see a torn file, but the
+    newest version may be lost on power failure (fine for progress indicators that are
+    rewritten constantly, never for resume checkpoints).
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def atomic_write_json(path: Path, value: Any) -> None:
+def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
     """Serialize ``value`` (sorted keys, 2-space indent, trailing newline) and replace ``path``."""
     data = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-    atomic_write_bytes(path, data.encode("utf-8"))
+    atomic_write_bytes(path, data.encode("utf-8"), durable=durable)
 
 
 def read_json(path: Path) -> Any:
