@@ -61,7 +61,6 @@ from autocad_bench.retry.caller import (
     TransientRetriesExhausted,
     TurnResult,
 )
-from autocad_bench.storage import read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -402,8 +401,6 @@ class Pilot:
         })
 
     def _summary_executed(self, pending: PendingBatch, response: ActionsResponse) -> None:
-        if any(r.get("tool_use_id") == pending.tool_use_id for r in read_jsonl(self.paths.turn_summaries)):
-            return
         snapshot = self.budget.snapshot()
         self.trace.turn_summary({
             "turn_index": pending.turn_index, "tool_use_id": pending.tool_use_id, "valid": True,

@@ -25,6 +25,10 @@ class TraceWriter:
     def __init__(self, paths: RolloutPaths) -> None:
         self.paths = paths
         paths.frames.mkdir(parents=True, exist_ok=True)
+        # Read once: a resumed pilot must not append what the crashed one already wrote,
+        # and scanning the files again every turn would make each turn slower than the last.
+        self._receipt_requests = {r.get("request_id") for r in read_jsonl(paths.input_receipts)}
+        self._summarised = {r.get("tool_use_id") for r in read_jsonl(paths.turn_summaries)}
 
     # --- images ---------------------------------------------------------------------------
 
@@ -56,12 +60,18 @@ class TraceWriter:
         append_jsonl(self.paths.model_turns, record)
 
     def turn_summary(self, record: dict[str, Any]) -> None:
+        """Append one summary line unless this tool use is already summarised."""
+        key = record.get("tool_use_id")
+        if key in self._summarised:
+            return
+        self._summarised.add(key)
         append_jsonl(self.paths.turn_summaries, record)
 
     def receipts(self, request_id: str, records: list[dict[str, Any]]) -> None:
         """Append the receipts of one batch unless that request id is already recorded."""
-        if any(r.get("request_id") == request_id for r in read_jsonl(self.paths.input_receipts)):
+        if request_id in self._receipt_requests:
             return
+        self._receipt_requests.add(request_id)
         for record in records:
             append_jsonl(self.paths.input_receipts, {"request_id": request_id, **record})
 

@@ -1,0 +1,152 @@
+"""How a rollout ends: done, each budget stop, invalid batches, malformed turns, broker failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from autocad_bench.broker.client import BrokerClient
+from autocad_bench.broker.protocol import Route
+from autocad_bench.config.models import BudgetConfig
+from autocad_bench.harness.assignment import PilotAssignment
+from autocad_bench.harness.pilot import Pilot
+from autocad_bench.plugins import PluginHost, PluginRegistry
+from autocad_bench.providers.models import DisplaySize, ModelSpec
+from autocad_bench.storage import atomic_write_json
+from autocad_bench.testing.fake_broker import FakeBroker, Fault, FaultKind
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "examples" / "tasks" / "line-and-circle" / "reference.png"
+DISPLAY = DisplaySize(width=40, height=30)
+MOVE = {"type": "move", "x": 1, "y": 2}
+
+
+def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None,
+        faults: list[Fault] | None = None) -> tuple[dict[str, Any], FakeBroker, Path]:
+    async def scenario() -> tuple[dict[str, Any], FakeBroker]:
+        async with FakeBroker(display=DISPLAY) as broker:
+            broker.add_faults(*(faults or []))
+            rollout = tmp / "rollout"
+            rollout.mkdir()
+            script = tmp / "script.jsonl"
+            script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+            assignment = PilotAssignment(
+                batch_id="b", rollout_id="r", attempt_id="b.r.1", task_id="t", task_prompt="draw",
+                reference_png=str(REFERENCE),
+                model=ModelSpec(provider="scripted", model="replay", options={"script": str(script)}),
+                budgets=budgets or BudgetConfig(), display=DISPLAY, infrastructure_backend="test")
+            atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
+            client = BrokerClient(broker.url, broker.token, wait_initial_s=0.0005, wait_max_s=0.001,
+                                  wait_jitter_s=0.0, operation_deadline_s=10)
+            pilot = Pilot(rollout, {}, host=PluginHost(registry=PluginRegistry(), environ={}), broker=client)
+            code = await pilot.run()
+            result = json.loads((rollout / "result.json").read_text())
+            assert result["exit_code"] == code
+            return result, broker
+
+    result, broker = asyncio.run(scenario())
+    return result, broker, tmp / "rollout"
+
+
+def turns(rollout: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (rollout / "model_turns.jsonl").read_text().splitlines()]
+
+
+def test_done_completes_and_checkpoints(tmp_path: Path) -> None:
+    result, broker, rollout = run(tmp_path, [{"actions": [MOVE, {"type": "done"}]}])
+    assert (result["status"], result["stop_reason"], result["actions"]) == ("completed", "done", 2)
+    assert result["drawing"]["path"] == "attempt.dxf"
+    assert (rollout / "attempt.dxf").read_bytes()
+
+
+def test_invalid_batch_is_fed_back_and_counted(tmp_path: Path) -> None:
+    bad = {"actions": [{"type": "type", "text": "caf\u00e9"}, {"type": "click", "x": 99, "y": 1,
+                                                            "button": "left", "count": 1}]}
+    result, broker, rollout = run(tmp_path, [bad, {"actions": [MOVE, {"type": "done"}]}])
+    assert result["status"] == "completed" and result["invalid_turns"] == 1
+    assert [i.index for i in broker.injected] == [0, 1]
+    first, second = turns(rollout)
+    assert first["validation"]["valid"] is False
+    problems = first["validation"]["problems"]
+    assert len(problems) == 2
+    assert problems[0] == "actions[0].text: character U+00E9 at offset 3 is not printable ASCII"
+    assert problems[1].startswith("actions[1].x: ") and "39" in problems[1]
+    assert "rejected before any input reached the desktop" in second["observation"]["feedback"]
+    assert "Invalid batches in a row: 1 of 10 allowed." in second["observation"]["feedback"]
+
+
+def test_ten_consecutive_invalid_batches_fail_without_input(tmp_path: Path) -> None:
+    bad = {"actions": [{"type": "done"}, MOVE]}
+    result, broker, rollout = run(tmp_path, [bad] * 10 + [{"actions": [{"type": "done"}]}])
+    assert result["status"] == "failed" and result["failure_class"] == "action_rejected"
+    assert result["invalid_turns"] == 10
+    assert broker.injected == []
+    assert (rollout / "attempt.dxf").exists(), "the drawing is still checkpointed for evaluation"
+
+
+def test_valid_batch_resets_the_invalid_streak(tmp_path: Path) -> None:
+    bad = {"actions": [{"type": "done"}, MOVE]}
+    lines = ([bad] * 9 + [{"actions": [MOVE]}]) * 2 + [{"actions": [{"type": "done"}]}]
+    result, _, _ = run(tmp_path, lines)
+    assert result["status"] == "completed" and result["invalid_turns"] == 18
+
+
+def test_turn_budget_stops_then_checkpoints(tmp_path: Path) -> None:
+    result, broker, rollout = run(tmp_path, [{"actions": [MOVE]}] * 5, BudgetConfig(max_turns=2))
+    assert (result["status"], result["stop_reason"], result["actions"], result["turns"]) == (
+        "completed", "turns", 2, 2)
+    assert len(broker.injected) == 2 and (rollout / "attempt.dxf").exists()
+
+
+def test_action_budget_stops_exactly_at_the_limit(tmp_path: Path) -> None:
+    result, broker, _ = run(tmp_path, [{"actions": [MOVE, MOVE, MOVE]}] * 5, BudgetConfig(max_actions=6))
+    assert (result["status"], result["stop_reason"], result["actions"]) == ("completed", "actions", 6)
+    assert len(broker.injected) == 6
+
+
+def test_batch_larger_than_the_remaining_budget_is_rejected(tmp_path: Path) -> None:
+    lines = [{"actions": [MOVE, MOVE, MOVE]}, {"actions": [MOVE, MOVE, MOVE]}, {"actions": [MOVE]}]
+    result, broker, rollout = run(tmp_path, lines, BudgetConfig(max_actions=4))
+    assert result["stop_reason"] == "actions" and len(broker.injected) == 4
+    assert turns(rollout)[1]["validation"]["problems"] == [
+        "actions: the batch has 3 actions but only 1 remains in the rollout budget"]
+
+
+def test_malformed_turns_fail_as_model_contract_error(tmp_path: Path) -> None:
+    result, broker, _ = run(tmp_path, [None] * 10 + [{"actions": [{"type": "done"}]}])
+    assert (result["status"], result["failure_class"]) == ("failed", "model_contract_error")
+    assert result["model_responses"] == 10 and broker.injected == []
+
+
+def test_lost_lease_is_admission_failed(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, [{"actions": [{"type": "done"}]}],
+                       faults=[Fault(FaultKind.HTTP_ERROR, Route.LEASE, status=500)])
+    assert (result["status"], result["failure_class"], result["turns"]) == ("failed", "admission_failed", 0)
+
+
+def test_unreachable_broker_is_transport_exhausted(tmp_path: Path) -> None:
+    faults = [Fault(FaultKind.DROP_REQUEST, Route.ACTIONS)] * 8
+    result, broker, _ = run(tmp_path, [{"actions": [MOVE, {"type": "done"}]}], faults=faults)
+    assert (result["status"], result["failure_class"]) == ("failed", "transport_exhausted")
+    assert broker.injected == []
+
+
+def test_broker_error_after_request_fails_closed(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, [{"actions": [MOVE, {"type": "done"}]}],
+                       faults=[Fault(FaultKind.HTTP_ERROR, Route.ACTIONS, status=500)])
+    assert (result["status"], result["failure_class"]) == ("failed", "action_rejected")
+
+
+def test_failed_checkpoint_is_artifact_unavailable(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, [{"actions": [{"type": "done"}]}],
+                       faults=[Fault(FaultKind.HTTP_ERROR, Route.CHECKPOINT, status=500)])
+    assert (result["status"], result["failure_class"], result["drawing"]) == (
+        "failed", "artifact_unavailable", None)
+
+
+def test_failed_release_is_cleanup_error(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, [{"actions": [{"type": "done"}]}],
+                       faults=[Fault(FaultKind.HTTP_ERROR, Route.RELEASE, status=500)])
+    assert (result["status"], result["failure_class"]) == ("failed", "cleanup_error")
