@@ -1,0 +1,48 @@
+"""Perform one validated action model with an :class:`InputDriver`.
+
+The broker server validates a whole batch first (:func:`autocad_bench.actions.validate_batch`)
+and then calls :func:`apply_action` for each action in order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from autocad_bench.actions import (
+    Action,
+    ClickAction,
+    DoneAction,
+    DragAction,
+    KeyAction,
+    MoveAction,
+    ScrollAction,
+    TypeAction,
+    WaitAction,
+)
+from autocad_bench_broker.drivers.input import InputDriver
+
+
+def apply_action(driver: InputDriver, action: Action, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Inject ``action`` through ``driver``; ``wait`` sleeps, ``done`` does nothing.
+
+    Raises :class:`~autocad_bench_broker.errors.InputRejected` (nothing injected) if the
+    driver refuses the arguments; any other exception means the input may have been delivered.
+    """
+    match action:
+        case MoveAction(x=x, y=y):
+            driver.move(x, y)
+        case ClickAction(x=x, y=y, button=button, count=count):
+            driver.click(x, y, button, count)
+        case DragAction(path=path, button=button):
+            driver.drag(list(path), button)
+        case ScrollAction(x=x, y=y, dx=dx, dy=dy):
+            driver.scroll(x, y, dx, dy)
+        case TypeAction(text=text):
+            driver.type_text(text)
+        case KeyAction(keys=keys):
+            driver.hotkey(keys)
+        case WaitAction(seconds=seconds):
+            sleep(seconds)
+        case DoneAction():
+            pass
