@@ -1,0 +1,1 @@
+"""autocad-bench evaluator."""

@@ -1,0 +1,1 @@
+"""autocad-bench provider: AWS Bedrock runtime Converse."""

@@ -1,0 +1,1 @@
+"""autocad-bench provider: Fireworks Chat Completions (Kimi router)."""

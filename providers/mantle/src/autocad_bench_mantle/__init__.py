@@ -1,0 +1,1 @@
+"""autocad-bench provider: AWS Bedrock Mantle (SigV4 OpenAI-compatible)."""
