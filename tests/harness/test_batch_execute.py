@@ -90,3 +90,25 @@ def test_both_modes_produce_identical_trees(tmp_path: Path) -> None:
             assert result.returncode == 0, result.stderr
             trees[mode] = tree(out)
     assert trees["shared"] == trees["subprocess"]
+
+
+def test_rerun_only_named_failure_classes(tmp_path: Path) -> None:
+    previous = tmp_path / "previous"
+    (previous).mkdir()
+    (previous / "batch-state.json").write_text(json.dumps({"rollouts": [
+        {"rollout_id": "scripted-0", "failure_class": "transport_exhausted"},
+        {"rollout_id": "scripted-1", "failure_class": None}]}))
+    with fake_brokers(2, token="shared-broker-token-for-tests-9x") as brokers:
+        config = tmp_path / "c.json"
+        config.write_text(json.dumps(batch_config(brokers, tmp_path / "leases", "shared")))
+        env = {**os.environ, "EXAMPLE_POOL_TOKEN": brokers[0].token}
+        base = ["autocad-bench-batch", "--config", str(config), "--rerun-failed-from", str(previous)]
+        plan = subprocess.run([*base, "--failure-class", "transport_exhausted"], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert plan.returncode == 0, plan.stderr
+        report = json.loads(plan.stdout)
+        assert [a["rollout_id"] for a in report["assignments"] if a["enabled"]] == ["scripted-0"]
+        none = subprocess.run([*base, "--failure-class", "cleanup_error"], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert none.returncode == 2
+        assert none.stderr.strip() == f"error: {previous}/batch-state.json: no rollout failed with cleanup_error"

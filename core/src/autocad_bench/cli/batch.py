@@ -12,7 +12,9 @@ import click
 from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.cli.errors import report_user_errors
 from autocad_bench.config import effective_budgets, load_config
+from autocad_bench.config.rerun import select_failed
 from autocad_bench.errors import UserError
+from autocad_bench.harness.records import FailureClass
 from autocad_bench.plugins import PluginHost
 
 
@@ -31,6 +33,11 @@ from autocad_bench.plugins import PluginHost
 @click.option("--max-duration-s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Per-rollout wall-clock cap in seconds (overrides AUTOCAD_BENCH_MAX_DURATION_S).")
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Per-rollout model-turn cap.")
+@click.option("--rerun-failed-from", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="An earlier batch output: run only its rollouts that failed with a --failure-class.")
+@click.option("--failure-class", "failure_classes", multiple=True,
+              type=click.Choice([c.value for c in FailureClass]),
+              help="With --rerun-failed-from: the failure classes to rerun (repeatable).")
 @report_user_errors
 def batch_command(
     config_path: Path,
@@ -41,6 +48,8 @@ def batch_command(
     max_cost_usd: float | None,
     max_duration_s: float | None,
     max_turns: int | None,
+    rerun_failed_from: Path | None,
+    failure_classes: tuple[str, ...],
 ) -> None:
     """Check a batch configuration and, with --execute, run it.
 
@@ -57,8 +66,13 @@ def batch_command(
     if output_dir is not None and output_dir.exists():
         raise UserError(f"--output-dir {output_dir}: already exists; choose a new directory "
                         "(interrupted batches continue with autocad-bench-resume)")
+    if (rerun_failed_from is None) != (not failure_classes):
+        raise click.UsageError("--rerun-failed-from and --failure-class go together")
     environ = dict(os.environ)
     loaded = load_config(config_path)
+    if rerun_failed_from is not None:
+        loaded = select_failed(loaded, rerun_failed_from, set(failure_classes))
+        allow_partial = True
     budgets = effective_budgets(loaded.config.budgets, environ=environ, max_cost_usd=max_cost_usd,
                                 max_duration_s=max_duration_s, max_turns=max_turns)
     host = PluginHost(environ=environ)
