@@ -55,7 +55,7 @@ def turns(rollout: Path) -> list[dict[str, Any]]:
 
 
 def test_done_completes_and_checkpoints(tmp_path: Path) -> None:
-    result, broker, rollout = run(tmp_path, [{"actions": [MOVE, {"type": "done"}]}])
+    result, _, rollout = run(tmp_path, [{"actions": [MOVE, {"type": "done"}]}])
     assert (result["status"], result["stop_reason"], result["actions"]) == ("completed", "done", 2)
     assert result["drawing"]["path"] == "attempt.dxf"
     assert (rollout / "attempt.dxf").read_bytes()
