@@ -542,7 +542,13 @@ async def test_release_is_state_idempotent(client: BrokerClient, broker: FakeBro
         await client.actions(session, rid(0), 0, BATCH)
     assert caught.value.code == "wrong_state"
     assert (await client.status()).state == "released"
-    assert (await client.lease("task-2", "attempt-9")).session_id != session
+    again = await client.lease("task-1", "attempt-1")
+    assert (again.session_id, again.replayed) == (session, True), "a released identity is not revived"
+    assert (await client.status()).state == "released"
+    fresh = await client.lease("task-2", "attempt-9")
+    assert fresh.session_id != session and not fresh.replayed
+    with pytest.raises(BrokerConflict):
+        await client.lease("task-1", "attempt-1")
 
 
 @pytest.mark.parametrize(

@@ -375,11 +375,16 @@ class FakeBroker:
     async def _lease(self, request: web.Request) -> web.Response:
         body = await _parse(request, LeaseRequest)
         async with self._lock:
+            identity = (body.task_id, body.attempt_id)
             current = self._current
             if current is not None and current.state != "released":
-                if (current.task_id, current.attempt_id) != (body.task_id, body.attempt_id):
+                if (current.task_id, current.attempt_id) != identity:
                     raise _Abort(ErrorCode.LEASE_CONFLICT, "the desktop is leased to another attempt")
                 return _ok(_lease_response(current, replayed=True))
+            for known in self._sessions.values():
+                # An identity names one session for good: a released one is not revived.
+                if (known.task_id, known.attempt_id) == identity:
+                    return _ok(_lease_response(known, replayed=True))
             self._counter += 1
             session = _Session(f"session-{self._counter}", body.task_id, body.attempt_id)
             self._sessions[session.session_id] = session
