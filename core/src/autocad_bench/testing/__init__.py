@@ -5,5 +5,6 @@ named ``Test...`` to run the backend contract checks against your plugin.
 """
 
 from autocad_bench.testing.backend_conformance import BackendConformance
+from autocad_bench.testing.provider_conformance import ProviderConformance
 
-__all__ = ["BackendConformance"]
+__all__ = ["BackendConformance", "ProviderConformance"]
