@@ -31,7 +31,9 @@ or ``malformed`` set, never an exception, and the conversation continues after i
 errors and connection resets raise :class:`ProviderRequestError` with the right
 :class:`ProviderErrorKind` (``retry_after_s`` parsed for 429); a failed request leaves the
 history unchanged (the retried body equals the failed one byte for byte); ``checkpoint()``
-is JSON and a session resumed from it sends a byte-identical next request; a frame whose
+is JSON and a session resumed from it sends a byte-identical next request (the checkpoint
+goes through a sorted-keys JSON round trip first, as the harness stores it, so do not
+depend on dict key order); a frame whose
 checksum does not match is refused before anything is sent; the credential value appears
 in no checkpoint, ``repr``, error message or file the session writes.
 

@@ -1,0 +1,102 @@
+"""The ``openrouter`` model provider: OpenRouter's Responses endpoint through the OpenAI SDK.
+
+Credential: ``OPENROUTER_API_KEY``. Options:
+:class:`~autocad_bench_openrouter.options.OpenrouterOptions`. The SDK is imported only
+when a session or a catalog check needs it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import ValidationError
+
+from autocad_bench.errors import Problem
+from autocad_bench.providers.base import ModelProvider
+from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
+from autocad_bench.providers.session import ProviderSession
+from autocad_bench.validation import problems_from_validation_error
+from autocad_bench_openrouter.options import DEFAULT_BASE_URL, OpenrouterOptions
+from autocad_bench_openrouter.session import CREDENTIAL, OpenrouterSession
+
+if TYPE_CHECKING:
+    import openai
+
+CATALOG_TIMEOUT_S = 30.0
+
+
+class OpenrouterProvider(ModelProvider):
+    """OpenRouter Responses API with an append-only history and a strict, forced tool."""
+
+    name: ClassVar[str] = "openrouter"
+    credential_env: ClassVar[tuple[str, ...]] = (CREDENTIAL,)
+
+    def __repr__(self) -> str:
+        return "OpenrouterProvider()"
+
+    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
+        problems: list[Problem] = []
+        if not model.model.strip():
+            problems.append(Problem(f"{location}.model", "model id must not be empty"))
+        elif "/" not in model.model:
+            problems.append(Problem(f"{location}.model",
+                                    "OpenRouter model ids are 'vendor/model' (e.g. 'anthropic/claude-sonnet-4.5')"))
+        try:
+            OpenrouterOptions.model_validate(model.options)
+        except ValidationError as error:
+            problems.extend(problems_from_validation_error(error, f"{location}.provider_options"))
+        return problems
+
+    def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
+        """Look the ids up in ``GET /models`` (read-only) when the key is set."""
+        if CREDENTIAL not in credentials:
+            return [CatalogEntry(provider=self.name, model=m.model, available=True,
+                                 reason=f"not checked: {CREDENTIAL} is not set") for m in models]
+        import openai as sdk
+
+        by_base: dict[str, list[ModelSpec]] = defaultdict(list)
+        for spec in models:
+            try:
+                base = OpenrouterOptions.model_validate(spec.options).base_url or DEFAULT_BASE_URL
+            except ValidationError:
+                base = DEFAULT_BASE_URL
+            by_base[base].append(spec)
+        entries: dict[int, CatalogEntry] = {}
+        for base, specs in by_base.items():
+            with sdk.OpenAI(api_key=credentials[CREDENTIAL], base_url=base, max_retries=0,
+                            timeout=CATALOG_TIMEOUT_S) as client:
+                catalog = self._catalog(client)
+                for spec in specs:
+                    entries[id(spec)] = self._entry(spec.model, catalog)
+        return [entries[id(spec)] for spec in models]
+
+    @staticmethod
+    def _catalog(client: openai.OpenAI) -> dict[str, Any] | str:
+        """``{id: model}`` from the catalog, or the reason it could not be read."""
+        import openai as sdk
+
+        try:
+            return {m.id: m for m in client.models.list()}
+        except sdk.APIStatusError as error:
+            return f"catalog answered HTTP {error.status_code}"
+        except sdk.APIError as error:
+            return f"catalog unreachable ({type(error).__name__})"
+
+    def _entry(self, model: str, catalog: dict[str, Any] | str) -> CatalogEntry:
+        if isinstance(catalog, str):
+            return CatalogEntry(provider=self.name, model=model, available=True, reason=f"not checked: {catalog}")
+        found = catalog.get(model)
+        if found is None:
+            return CatalogEntry(provider=self.name, model=model, available=False,
+                                reason="the model id is not in the OpenRouter catalog")
+        architecture = getattr(found, "architecture", None)
+        modalities = architecture.get("input_modalities") if isinstance(architecture, dict) else None
+        image_input = "image" in modalities if isinstance(modalities, list) else None
+        reason = "the model does not accept image input" if image_input is False else ""
+        return CatalogEntry(provider=self.name, model=model, available=image_input is not False,
+                            image_input=image_input, reason=reason)
+
+    def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
+        options = OpenrouterOptions.model_validate(request.model.options)
+        return OpenrouterSession(request, options, credentials)
