@@ -108,7 +108,7 @@ class ScoringSpec(StrictModel):
     position: Literal["fixed", "free"] = "free"
     tolerance: Tolerance = Tolerance()
     weights: ComponentWeights = ComponentWeights()
-    pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
+    pass_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     required_layers: tuple[str, ...] = ()
     required_text: tuple[str, ...] = ()
     ignore_layers: tuple[str, ...] = ()

@@ -1,0 +1,1217 @@
+"""Drawing metadata: what a DXF (or an exported DWG) contains, as JSON-serializable models.
+
+:func:`read_drawing` turns a drawing file into either a :class:`DrawingMetadata` or an
+:class:`InvalidDrawing`. DXF files are parsed here with ezdxf on any operating system. DWG
+files are never parsed here: a :class:`DwgReader` supplies their metadata, either from the
+JSON the broker's AutoCAD adapter exported next to the DWG on the Windows host
+(:class:`AdapterMetadataReader`) or through a configured external converter to DXF
+(:class:`ConverterDwgReader`, e.g. the ODA File Converter).
+
+Outcomes:
+
+* a readable drawing gives :class:`DrawingMetadata` (``schema_version`` 3 = 2D entities of the
+  model space and the paper-space layouts, layers and blocks; 4 = additionally the isolated
+  physical 3D extents of solids and meshes);
+* a drawing that is missing, empty, too large, truncated, of the wrong signature or binary
+  garbage gives an :class:`InvalidDrawing` with a reason: deterministic, never an exception,
+  and the size is checked before a single byte is parsed;
+* a DWG that nothing here can read raises :class:`CannotReadDrawing` ("cannot read DWG
+  here: ..."): an evaluation failure, never a silent zero.
+
+Coordinates are world coordinates (WCS) projected on the XY plane, in drawing units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import Field, ValidationError, model_validator
+
+from autocad_bench.models import StrictModel
+from autocad_bench_evaluator.geometry import (
+    Point,
+    bounds,
+    polyline_points,
+    sample_arc,
+    sample_circle,
+)
+from autocad_bench_evaluator.spec import SchemaVersion
+
+Point3 = tuple[float, float, float]
+
+DWG_SIGNATURE = re.compile(rb"^AC10[0-9]{2}")
+BINARY_DXF_SENTINEL = b"AutoCAD Binary DXF\r\n\x1a\x00"
+ADAPTER_METADATA_SUFFIX = ".metadata.json"
+"""The AutoCAD adapter writes ``attempt.dwg.metadata.json`` next to ``attempt.dwg``."""
+ADAPTER_FORMAT = "autocad-bench-dwg-metadata"
+
+
+# --- limits and errors ------------------------------------------------------------------
+
+
+class ReadLimits(StrictModel):
+    """Bounds on reading one drawing: size before parsing, entity count and wall time during it.
+
+    ``max_bytes`` is checked with ``stat`` before the file is opened for parsing; the entity
+    limit is deterministic; ``max_seconds`` is a safety net against pathological files.
+    """
+
+    max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    max_entities: int = Field(default=200_000, ge=1)
+    max_seconds: float = Field(default=30.0, gt=0)
+    max_curve_points: int = Field(default=512, ge=8)
+    max_block_depth: int = Field(default=8, ge=1)
+
+
+class CannotReadDrawing(Exception):
+    """The evaluator cannot read this drawing here (a failure of the evaluator, not the model).
+
+    Raised for a DWG without adapter metadata or converter, a failing converter, or adapter
+    metadata that does not belong to the DWG. The message starts with "cannot read DWG here".
+    """
+
+
+class _Invalid(Exception):
+    """Internal: the drawing is invalid for the given reason."""
+
+
+# --- models -----------------------------------------------------------------------------
+
+
+def _round(value: float) -> float:
+    # 9 decimals keep sub-nanometre detail while making JSON output stable across platforms
+    rounded = round(float(value), 9)
+    return 0.0 if rounded == 0.0 else rounded
+
+
+def _p2(value: Any) -> Point:
+    return (_round(value[0]), _round(value[1]))
+
+
+def _p3(value: Any) -> Point3:
+    return (_round(value[0]), _round(value[1]), _round(value[2]) if len(value) > 2 else 0.0)
+
+
+class _EntityBase(StrictModel):
+    layer: str = "0"
+    handle: str | None = None
+
+
+class LineEntity(_EntityBase):
+    """A straight segment (LINE, and the straight parts of exploded blocks)."""
+
+    kind: Literal["LINE"] = "LINE"
+    start: Point
+    end: Point
+
+
+class CircleEntity(_EntityBase):
+    """A full circle."""
+
+    kind: Literal["CIRCLE"] = "CIRCLE"
+    center: Point
+    radius: float
+
+
+class ArcEntity(_EntityBase):
+    """A circular arc running counter-clockwise from ``start_angle`` to ``end_angle`` (degrees)."""
+
+    kind: Literal["ARC"] = "ARC"
+    center: Point
+    radius: float
+    start_angle: float
+    end_angle: float
+
+
+class PolylineEntity(_EntityBase):
+    """LWPOLYLINE or 2D/3D POLYLINE: vertices, per-vertex bulge (to the next vertex), closed flag."""
+
+    kind: Literal["POLYLINE"] = "POLYLINE"
+    source: str = "LWPOLYLINE"
+    closed: bool = False
+    vertices: tuple[Point, ...]
+    bulges: tuple[float, ...] = ()
+
+
+class EllipseEntity(_EntityBase):
+    """An ellipse or elliptical arc (parameters in radians, as in DXF)."""
+
+    kind: Literal["ELLIPSE"] = "ELLIPSE"
+    center: Point
+    major_axis: Point
+    ratio: float
+    start_param: float = 0.0
+    end_param: float = 2 * math.pi
+
+
+class SplineEntity(_EntityBase):
+    """A spline; ``points`` is a bounded approximation used for scoring and rendering."""
+
+    kind: Literal["SPLINE"] = "SPLINE"
+    degree: int = 3
+    closed: bool = False
+    control_points: tuple[Point, ...] = ()
+    fit_points: tuple[Point, ...] = ()
+    points: tuple[Point, ...]
+
+
+class PointEntity(_EntityBase):
+    """A POINT."""
+
+    kind: Literal["POINT"] = "POINT"
+    location: Point
+
+
+class TextEntity(_EntityBase):
+    """TEXT, MTEXT or a block attribute: plain content, insertion point, height, rotation."""
+
+    kind: Literal["TEXT"] = "TEXT"
+    source: str = "TEXT"
+    content: str
+    insert: Point
+    height: float = 0.0
+    rotation: float = 0.0
+
+
+class HatchEntity(_EntityBase):
+    """A HATCH: pattern name, solid fill flag and flattened boundary loops."""
+
+    kind: Literal["HATCH"] = "HATCH"
+    pattern: str = ""
+    solid: bool = False
+    boundaries: tuple[tuple[Point, ...], ...] = ()
+
+
+class Extents3D(StrictModel):
+    """An axis-aligned 3D box."""
+
+    min: Point3
+    max: Point3
+
+    @property
+    def size(self) -> Point3:
+        return (self.max[0] - self.min[0], self.max[1] - self.min[1], self.max[2] - self.min[2])
+
+
+class SolidEntity(_EntityBase):
+    """3DSOLID, REGION, BODY, SURFACE, MESH or POLYFACE: extents and volume where measurable.
+
+    ``status`` is ``"unknown"`` (with ``reason``) when the geometry cannot be evaluated here,
+    e.g. ACIS data with curved faces or a version ezdxf cannot decode.
+    """
+
+    kind: Literal["SOLID3D"] = "SOLID3D"
+    source: str
+    status: Literal["measured", "unknown"]
+    extents: Extents3D | None = None
+    volume: float | None = None
+    reason: str = ""
+
+
+class OtherEntity(_EntityBase):
+    """Any other entity type: counted and listed, not scored."""
+
+    kind: Literal["OTHER"] = "OTHER"
+    source: str
+
+
+Primitive = Annotated[
+    LineEntity
+    | CircleEntity
+    | ArcEntity
+    | PolylineEntity
+    | EllipseEntity
+    | SplineEntity
+    | PointEntity
+    | TextEntity
+    | HatchEntity
+    | SolidEntity
+    | OtherEntity,
+    Field(discriminator="kind"),
+]
+"""An entity that holds no other entities."""
+
+
+class DimensionEntity(_EntityBase):
+    """A DIMENSION: type, measurement, defining points and its rendered graphics.
+
+    ``dimtype`` is one of linear, aligned, angular, diameter, radius, angular3p, ordinate,
+    arc, unknown. ``measurement`` is a length, or degrees for angular types. ``graphics`` is
+    the dimension's block geometry, used for rendering only.
+    """
+
+    kind: Literal["DIMENSION"] = "DIMENSION"
+    dimtype: str
+    measurement: float | None = None
+    defpoints: tuple[Point, ...] = ()
+    text_override: str = ""
+    graphics: tuple[Primitive, ...] = ()
+
+
+class InsertEntity(_EntityBase):
+    """A block reference; ``exploded`` holds its contents in world coordinates (nested
+    references flattened, layer ``0`` inheriting the reference's layer)."""
+
+    kind: Literal["INSERT"] = "INSERT"
+    block: str
+    insert: Point
+    scale: Point3 = (1.0, 1.0, 1.0)
+    rotation: float = 0.0
+    attributes: dict[str, str] = Field(default_factory=dict)
+    exploded: tuple[Primitive, ...] = ()
+
+
+Entity = Annotated[
+    LineEntity
+    | CircleEntity
+    | ArcEntity
+    | PolylineEntity
+    | EllipseEntity
+    | SplineEntity
+    | PointEntity
+    | TextEntity
+    | HatchEntity
+    | SolidEntity
+    | OtherEntity
+    | DimensionEntity
+    | InsertEntity,
+    Field(discriminator="kind"),
+]
+"""Any entity of a space or a block."""
+
+
+class LayerInfo(StrictModel):
+    """A layer table entry."""
+
+    name: str
+    color: int = 7
+    linetype: str = "Continuous"
+    on: bool = True
+    frozen: bool = False
+    locked: bool = False
+
+
+class BlockInfo(StrictModel):
+    """A named (non-anonymous) block definition with its entities in block coordinates."""
+
+    name: str
+    base_point: Point = (0.0, 0.0)
+    entities: tuple[Entity, ...] = ()
+
+
+class SpaceInfo(StrictModel):
+    """The model space or one paper-space layout."""
+
+    name: str
+    entities: tuple[Entity, ...] = ()
+
+
+class Extents2D(StrictModel):
+    """An axis-aligned 2D box."""
+
+    min: Point
+    max: Point
+
+
+class Physical3D(StrictModel):
+    """Isolated physical 3D extents (schema v4): the union of every solid's and mesh's box.
+
+    ``status``: ``"none"`` when the model space holds no 3D body, ``"measured"`` when every body
+    was measured, ``"unknown"`` when at least one could not be (``extents`` then covers the
+    measured ones only and must not be trusted for scoring).
+    """
+
+    status: Literal["none", "measured", "unknown"]
+    extents: Extents3D | None = None
+    volume: float | None = None
+    bodies: int = 0
+    reason: str = ""
+
+
+class SourceInfo(StrictModel):
+    """Where the metadata came from."""
+
+    format: Literal["dxf", "dxf-binary", "dwg-adapter", "dwg-converted"]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    dxf_version: str | None = None
+    units: int | None = None
+
+
+class DrawingMetadata(StrictModel):
+    """Everything the scorer and renderer need to know about one readable drawing."""
+
+    valid: Literal[True] = True
+    schema_version: SchemaVersion
+    source: SourceInfo
+    layers: tuple[LayerInfo, ...] = ()
+    blocks: tuple[BlockInfo, ...] = ()
+    model: SpaceInfo = SpaceInfo(name="Model")
+    layouts: tuple[SpaceInfo, ...] = ()
+    extents: Extents2D | None = None
+    physical_3d: Physical3D | None = None
+
+    @model_validator(mode="after")
+    def _physical_matches_schema(self) -> DrawingMetadata:
+        if self.schema_version == 4 and self.physical_3d is None:
+            raise ValueError("schema_version 4 metadata needs physical_3d")
+        if self.schema_version == 3 and self.physical_3d is not None:
+            raise ValueError("physical_3d is only part of schema_version 4")
+        return self
+
+    def to_json_bytes(self) -> bytes:
+        """Canonical JSON (sorted keys, 2-space indent, trailing newline)."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+class InvalidDrawing(StrictModel):
+    """A drawing that cannot count as an attempt: it scores 0 with this reason."""
+
+    valid: Literal[False] = False
+    reason: str
+    size: int | None = None
+    sha256: str | None = None
+
+    def to_json_bytes(self) -> bytes:
+        """Canonical JSON (sorted keys, 2-space indent, trailing newline)."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+ReadResult = DrawingMetadata | InvalidDrawing
+
+
+def canonical_json(value: Any) -> bytes:
+    """Deterministic JSON bytes: sorted keys, 2-space indent, UTF-8, trailing newline."""
+    import json
+
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def load_metadata(data: bytes | str) -> DrawingMetadata:
+    """Parse and validate ``metadata.json`` content; raises pydantic ``ValidationError``."""
+    return DrawingMetadata.model_validate_json(data)
+
+
+# --- DWG readers ------------------------------------------------------------------------
+
+
+class DwgReader(Protocol):
+    """Supplies metadata for a DWG file, which this process never parses itself.
+
+    ``read`` returns metadata (at ``schema_version``), an :class:`InvalidDrawing` when the
+    source says the DWG is invalid, or raises :class:`CannotReadDrawing`.
+    """
+
+    def read(self, path: Path, sha256: str, schema_version: SchemaVersion, limits: ReadLimits) -> ReadResult: ...
+
+
+class DwgAdapterExport(StrictModel):
+    """The JSON the broker's AutoCAD adapter writes next to a DWG on the Windows host.
+
+    ``dwg_sha256`` binds it to the exact DWG bytes; ``valid: false`` with ``reason`` reports a
+    DWG that AutoCAD itself could not open.
+    """
+
+    format: Literal["autocad-bench-dwg-metadata"] = "autocad-bench-dwg-metadata"
+    dwg_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    exporter: str = ""
+    valid: bool = True
+    reason: str = ""
+    metadata: DrawingMetadata | None = None
+
+    @model_validator(mode="after")
+    def _metadata_when_valid(self) -> DwgAdapterExport:
+        if self.valid and self.metadata is None:
+            raise ValueError("a valid export needs metadata")
+        return self
+
+
+class AdapterMetadataReader:
+    """Reads ``<dwg>.metadata.json`` exported by the AutoCAD adapter (see :class:`DwgAdapterExport`)."""
+
+    def read(self, path: Path, sha256: str, schema_version: SchemaVersion, limits: ReadLimits) -> ReadResult:
+        """Validate and return the exported metadata; raises :class:`CannotReadDrawing` when
+        the file is missing, malformed, belongs to other DWG bytes or lacks 3D data for v4."""
+        export_path = adapter_metadata_path(path)
+        if not export_path.is_file():
+            raise CannotReadDrawing(f"cannot read DWG here: no AutoCAD adapter metadata at {export_path}")
+        if export_path.stat().st_size > limits.max_bytes:
+            raise CannotReadDrawing(f"cannot read DWG here: adapter metadata {export_path} is too large")
+        try:
+            export = DwgAdapterExport.model_validate_json(export_path.read_bytes())
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CannotReadDrawing(
+                f"cannot read DWG here: adapter metadata {export_path} is invalid at {where}: {first['msg']}"
+            ) from None
+        if export.dwg_sha256 != sha256:
+            raise CannotReadDrawing(
+                f"cannot read DWG here: adapter metadata {export_path} describes other DWG bytes "
+                f"(sha256 {export.dwg_sha256[:12]}..., file is {sha256[:12]}...)"
+            )
+        if not export.valid:
+            return InvalidDrawing(reason=f"AutoCAD could not open the DWG: {export.reason}", sha256=sha256)
+        metadata = export.metadata
+        assert metadata is not None  # guaranteed by the validator
+        if metadata.schema_version < schema_version:
+            raise CannotReadDrawing(
+                f"cannot read DWG here: adapter metadata is schema v{metadata.schema_version}, "
+                f"the task needs v{schema_version}"
+            )
+        return metadata
+
+
+def adapter_metadata_path(dwg: Path) -> Path:
+    """Where the AutoCAD adapter's export for ``dwg`` lives."""
+    return dwg.with_name(dwg.name + ADAPTER_METADATA_SUFFIX)
+
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+
+
+class ConverterDwgReader:
+    """Converts a DWG to DXF with an external command, then reads the DXF here.
+
+    ``command`` is an argument list (or a shell-like string, split with :func:`shlex.split`)
+    whose items may contain ``{input}``, ``{input_dir}``, ``{output_dir}``, ``{output}`` and
+    ``{stem}``. The DWG is copied alone into a fresh input directory, so directory-based tools
+    such as ``ODAFileConverter {input_dir} {output_dir} ACAD2018 DXF 0 1 *.DWG`` work. The
+    command runs without secret-looking environment variables and is killed after
+    ``timeout_s``. A failing command raises :class:`CannotReadDrawing`.
+    """
+
+    def __init__(self, command: Sequence[str] | str, *, timeout_s: float = 120.0) -> None:
+        self.command: tuple[str, ...] = tuple(shlex.split(command) if isinstance(command, str) else command)
+        if not self.command:
+            raise ValueError("empty converter command")
+        self.timeout_s = timeout_s
+
+    def read(self, path: Path, sha256: str, schema_version: SchemaVersion, limits: ReadLimits) -> ReadResult:
+        """Run the converter and read its DXF; see the class docstring for failures."""
+        with tempfile.TemporaryDirectory(prefix="acb-dwg-") as tmp:
+            in_dir, out_dir = Path(tmp, "in"), Path(tmp, "out")
+            in_dir.mkdir()
+            out_dir.mkdir()
+            source = in_dir / (path.stem + ".dwg")
+            shutil.copyfile(path, source)
+            output = out_dir / (path.stem + ".dxf")
+            fields = {
+                "input": str(source),
+                "input_dir": str(in_dir),
+                "output_dir": str(out_dir),
+                "output": str(output),
+                "stem": path.stem,
+            }
+            argv = [part.format(**fields) for part in self.command]
+            env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+            try:
+                done = subprocess.run(
+                    argv, capture_output=True, timeout=self.timeout_s, env=env, check=False, stdin=subprocess.DEVNULL
+                )
+            except FileNotFoundError:
+                raise CannotReadDrawing(f"cannot read DWG here: converter {argv[0]!r} not found") from None
+            except subprocess.TimeoutExpired:
+                raise CannotReadDrawing(
+                    f"cannot read DWG here: converter {argv[0]!r} timed out after {self.timeout_s:g} s"
+                ) from None
+            if done.returncode != 0:
+                tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+                raise CannotReadDrawing(
+                    f"cannot read DWG here: converter {argv[0]!r} exited {done.returncode}: {tail[0][:200]}"
+                )
+            produced = output if output.is_file() else _find_dxf(out_dir)
+            if produced is None:
+                raise CannotReadDrawing(f"cannot read DWG here: converter {argv[0]!r} produced no DXF")
+            result = _read_dxf(produced, schema_version, limits, source_format="dwg-converted")
+            if isinstance(result, DrawingMetadata):
+                return result.model_copy(
+                    update={"source": result.source.model_copy(update={"sha256": sha256, "size": path.stat().st_size})}
+                )
+            return InvalidDrawing(reason=f"converted DWG is not a valid DXF: {result.reason}", sha256=sha256)
+
+
+def _find_dxf(directory: Path) -> Path | None:
+    found = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() == ".dxf")
+    return found[0] if found else None
+
+
+class ChainedDwgReader:
+    """Tries several readers in order; the first that does not raise wins.
+
+    Raises :class:`CannotReadDrawing` listing every reader's reason when all fail.
+    """
+
+    def __init__(self, readers: Sequence[DwgReader]) -> None:
+        self.readers = tuple(readers)
+
+    def read(self, path: Path, sha256: str, schema_version: SchemaVersion, limits: ReadLimits) -> ReadResult:
+        """See the class docstring."""
+        reasons: list[str] = []
+        for reader in self.readers:
+            try:
+                return reader.read(path, sha256, schema_version, limits)
+            except CannotReadDrawing as error:
+                reasons.append(str(error).removeprefix("cannot read DWG here: "))
+        raise CannotReadDrawing("cannot read DWG here: " + "; ".join(reasons or ["no DWG reader configured"]))
+
+
+def default_dwg_reader(converter: Sequence[str] | str | None = None) -> DwgReader:
+    """Adapter metadata next to the DWG first, then ``converter`` when one is configured."""
+    readers: list[DwgReader] = [AdapterMetadataReader()]
+    if converter:
+        readers.append(ConverterDwgReader(converter))
+    return ChainedDwgReader(readers)
+
+
+# --- entry point ------------------------------------------------------------------------
+
+
+def read_drawing(
+    path: Path | None,
+    schema_version: SchemaVersion = 3,
+    *,
+    dwg_reader: DwgReader | None = None,
+    limits: ReadLimits | None = None,
+) -> ReadResult:
+    """Read ``path`` into metadata, or an :class:`InvalidDrawing` with a reason.
+
+    The format is decided by the file's signature, not its suffix: ``AC10xx`` is a DWG and goes
+    to ``dwg_reader`` (by default the adapter export next to it; see
+    :func:`default_dwg_reader`); ASCII or binary DXF is parsed here. Raises
+    :class:`CannotReadDrawing` only for a DWG nobody here can read.
+    """
+    limits = limits or ReadLimits()
+    if path is None:
+        return InvalidDrawing(reason="no drawing was saved")
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return InvalidDrawing(reason=f"drawing file does not exist: {path.name}")
+    except OSError as error:
+        return InvalidDrawing(reason=f"drawing file cannot be accessed: {error.strerror}")
+    if not path.is_file():
+        return InvalidDrawing(reason=f"drawing path is not a regular file: {path.name}")
+    size = info.st_size
+    if size == 0:
+        return InvalidDrawing(reason="drawing file is empty", size=0)
+    if size > limits.max_bytes:
+        return InvalidDrawing(reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit", size=size)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as error:
+        return InvalidDrawing(reason=f"drawing file cannot be read: {error.strerror}", size=size)
+    if DWG_SIGNATURE.match(head):
+        sha = _sha256_file(path)
+        reader = dwg_reader or default_dwg_reader()
+        return reader.read(path, sha, schema_version, limits)
+    if path.suffix.lower() == ".dwg":
+        return InvalidDrawing(reason="file has a .dwg name but no DWG signature (AC10xx)", size=size)
+    return _read_dxf(path, schema_version, limits)
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sniff_dxf(head: bytes, tail: bytes) -> str:
+    """``"dxf"`` or ``"dxf-binary"``; raises :class:`_Invalid` for anything else."""
+    if head.startswith(BINARY_DXF_SENTINEL):
+        if not tail.rstrip(b"\x00").endswith(b"EOF"):
+            raise _Invalid("binary DXF is truncated (no EOF marker)")
+        return "dxf-binary"
+    text = head.removeprefix(b"\xef\xbb\xbf")
+    if b"\x00" in text:
+        raise _Invalid("not a drawing: binary data without a DXF or DWG signature")
+    lines = text.lstrip().splitlines()
+    if len(lines) < 2 or lines[0].strip() not in (b"0", b"999"):
+        raise _Invalid("not a drawing: no DXF group-code structure and no DWG signature")
+    if lines[0].strip() == b"0" and lines[1].strip().upper() != b"SECTION":
+        raise _Invalid("not a drawing: DXF does not start with a SECTION")
+    last = [line.strip() for line in tail.splitlines() if line.strip()]
+    if not last or last[-1].upper() != b"EOF":
+        raise _Invalid("DXF is truncated (no EOF marker at the end)")
+    return "dxf"
+
+
+def _read_dxf(
+    path: Path, schema_version: SchemaVersion, limits: ReadLimits, *, source_format: str | None = None
+) -> ReadResult:
+    from ezdxf.filemanagement import readfile
+    from ezdxf.lldxf.const import DXFError
+
+    size = path.stat().st_size
+    if size == 0:
+        return InvalidDrawing(reason="drawing file is empty", size=0)
+    if size > limits.max_bytes:
+        return InvalidDrawing(reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit", size=size)
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        kind = _sniff_dxf(data[:4096], data[-256:])
+    except _Invalid as error:
+        return InvalidDrawing(reason=str(error), size=size, sha256=sha)
+    deadline = _Deadline(limits)
+    try:
+        doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
+        deadline.check()
+        return _extract(doc, schema_version, limits, deadline, source_format or kind, sha, size)
+    except _Invalid as error:
+        return InvalidDrawing(reason=str(error), size=size, sha256=sha)
+    except (DXFError, OSError, UnicodeError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+        message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        return InvalidDrawing(reason=f"not a readable DXF: {message}", size=size, sha256=sha)
+    except RecursionError:
+        return InvalidDrawing(reason="not a readable DXF: nesting too deep", size=size, sha256=sha)
+
+
+def _read_ascii(data: bytes) -> Any:
+    import io
+
+    from ezdxf.filemanagement import read
+    from ezdxf.lldxf.validator import dxf_info
+
+    info = dxf_info(io.StringIO(data[:65536].decode("ascii", errors="ignore")))
+    encoding = info.encoding or "cp1252"
+    if info.version >= "AC1021":  # R2007+ is always UTF-8
+        encoding = "utf-8"
+    try:
+        text = data.decode(encoding, errors="strict")
+    except (UnicodeDecodeError, LookupError):
+        text = data.decode("cp1252" if encoding.lower() != "utf-8" else "utf-8", errors="replace")
+    return read(io.StringIO(text))
+
+
+class _Deadline:
+    def __init__(self, limits: ReadLimits) -> None:
+        self.limits = limits
+        self.until = time.monotonic() + limits.max_seconds
+        self.entities = 0
+
+    def check(self) -> None:
+        if time.monotonic() > self.until:
+            raise _Invalid(f"drawing took longer than {self.limits.max_seconds:g} s to read")
+
+    def count(self, n: int = 1) -> None:
+        self.entities += n
+        if self.entities > self.limits.max_entities:
+            raise _Invalid(f"drawing has more than {self.limits.max_entities} entities")
+        if self.entities % 256 == 0:
+            self.check()
+
+
+# --- extraction -------------------------------------------------------------------------
+
+_DIMTYPES = {
+    0: "linear",
+    1: "aligned",
+    2: "angular",
+    3: "diameter",
+    4: "radius",
+    5: "angular3p",
+    6: "ordinate",
+    8: "arc",
+}
+_SOLID_TYPES = frozenset({"3DSOLID", "REGION", "BODY", "SURFACE", "MESH", "POLYFACE", "POLYMESH"})
+
+
+class _Extractor:
+    def __init__(self, limits: ReadLimits, deadline: _Deadline, measure_3d: bool) -> None:
+        self.limits = limits
+        self.deadline = deadline
+        self.measure_3d = measure_3d
+
+    # one entity -> zero or one record ---------------------------------------------------
+
+    def entity(self, e: Any, *, explode: bool, depth: int = 0, layer_override: str | None = None) -> Entity | None:
+        self.deadline.count()
+        kind = e.dxftype()
+        layer = str(e.dxf.get("layer", "0"))
+        if layer_override is not None and layer == "0":
+            layer = layer_override
+        handle = e.dxf.get("handle")
+        common: dict[str, Any] = {"layer": layer, "handle": str(handle) if handle else None}
+        try:
+            record = self._convert(e, kind, common, explode=explode, depth=depth)
+        except (_Invalid, RecursionError):
+            raise
+        except Exception as error:
+            record = OtherEntity(source=kind, **common)
+            del error
+        return record
+
+    def _convert(self, e: Any, kind: str, common: dict[str, Any], *, explode: bool, depth: int) -> Entity | None:
+        dxf = e.dxf
+        if kind == "LINE":
+            return LineEntity(start=_p2(dxf.start), end=_p2(dxf.end), **common)
+        if kind == "CIRCLE":
+            center = e.ocs().to_wcs(dxf.center)
+            return CircleEntity(center=_p2(center), radius=_round(abs(dxf.radius)), **common)
+        if kind == "ARC":
+            center = e.ocs().to_wcs(dxf.center)
+            start, end = e.start_point, e.end_point
+            a1 = math.degrees(math.atan2(start.y - center.y, start.x - center.x))
+            a2 = math.degrees(math.atan2(end.y - center.y, end.x - center.x))
+            if e.dxf.extrusion.z < 0:  # mirrored OCS: the arc runs clockwise in WCS
+                a1, a2 = a2, a1
+            return ArcEntity(
+                center=_p2(center),
+                radius=_round(abs(dxf.radius)),
+                start_angle=_round(a1 % 360.0),
+                end_angle=_round(a2 % 360.0),
+                **common,
+            )
+        if kind == "LWPOLYLINE":
+            pts = list(e.get_points("xyb"))
+            ocs = e.ocs()
+            flip = dxf.extrusion.z < 0
+            verts = [_p2(ocs.to_wcs((p[0], p[1], dxf.elevation))) for p in pts]
+            bulges = [_round(-p[2] if flip else p[2]) for p in pts]
+            return PolylineEntity(
+                source="LWPOLYLINE", closed=bool(e.closed), vertices=tuple(verts), bulges=tuple(bulges), **common
+            )
+        if kind == "POLYLINE":
+            if e.is_polygon_mesh or e.is_poly_face_mesh:
+                return self._solid(e, "POLYFACE" if e.is_poly_face_mesh else "POLYMESH", common)
+            points = list(e.points_in_wcs()) if e.is_2d_polyline else [v.dxf.location for v in e.vertices]
+            flip = e.is_2d_polyline and dxf.extrusion.z < 0
+            bulges = [
+                _round((-1.0 if flip else 1.0) * float(v.dxf.get("bulge", 0.0))) if e.is_2d_polyline else 0.0
+                for v in e.vertices
+            ]
+            return PolylineEntity(
+                source="POLYLINE",
+                closed=bool(e.is_closed),
+                vertices=tuple(_p2(p) for p in points),
+                bulges=tuple(bulges),
+                **common,
+            )
+        if kind == "ELLIPSE":
+            return EllipseEntity(
+                center=_p2(dxf.center),
+                major_axis=_p2(dxf.major_axis),
+                ratio=_round(dxf.ratio),
+                start_param=_round(dxf.start_param),
+                end_param=_round(dxf.end_param),
+                **common,
+            )
+        if kind == "SPLINE":
+            return self._spline(e, common)
+        if kind == "POINT":
+            return PointEntity(location=_p2(dxf.location), **common)
+        if kind == "TEXT" or kind == "ATTRIB":
+            insert = e.ocs().to_wcs(dxf.insert)
+            if dxf.get("halign", 0) or dxf.get("valign", 0):
+                align = dxf.get("align_point")
+                if align is not None:
+                    insert = e.ocs().to_wcs(align)
+            return TextEntity(
+                source=kind,
+                content=e.plain_text(),
+                insert=_p2(insert),
+                height=_round(dxf.get("height", 0.0)),
+                rotation=_round(dxf.get("rotation", 0.0)),
+                **common,
+            )
+        if kind == "MTEXT":
+            return TextEntity(
+                source="MTEXT",
+                content=e.plain_text(split=False),
+                insert=_p2(dxf.insert),
+                height=_round(dxf.get("char_height", 0.0)),
+                rotation=_round(e.get_rotation()),
+                **common,
+            )
+        if kind == "DIMENSION":
+            return self._dimension(e, common, depth)
+        if kind == "HATCH":
+            return self._hatch(e, common)
+        if kind == "INSERT":
+            return self._insert(e, common, explode=explode, depth=depth)
+        if kind in _SOLID_TYPES:
+            return self._solid(e, kind, common)
+        return OtherEntity(source=kind, **common)
+
+    def _spline(self, e: Any, common: dict[str, Any]) -> SplineEntity:
+        control = [_p2(p) for p in e.control_points][: self.limits.max_curve_points]
+        fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
+        try:
+            approx = [_p2(p) for p in e.flattening(0.01, segments=8)]
+        except Exception:
+            approx = control or fit
+        if len(approx) > self.limits.max_curve_points:
+            step = len(approx) / (self.limits.max_curve_points - 1)
+            keep = self.limits.max_curve_points - 1
+            approx = [approx[min(len(approx) - 1, round(i * step))] for i in range(keep)] + [approx[-1]]
+        return SplineEntity(
+            degree=int(e.dxf.get("degree", 3)),
+            closed=bool(e.closed),
+            control_points=tuple(control),
+            fit_points=tuple(fit),
+            points=tuple(approx),
+            **common,
+        )
+
+    def _dimension(self, e: Any, common: dict[str, Any], depth: int) -> DimensionEntity:
+        dxf = e.dxf
+        code = int(e.dimtype)
+        dimtype = _DIMTYPES.get(code, "unknown")
+        measurement: float | None
+        try:
+            raw = e.get_measurement()
+            measurement = _round(raw) if isinstance(raw, (int, float)) else _round(math.hypot(raw.x, raw.y))
+            if dimtype in ("angular", "angular3p") and measurement is not None:
+                measurement = _round(math.degrees(measurement)) if measurement <= 2 * math.pi + 1e-9 else measurement
+        except Exception:
+            measurement = None
+        if measurement is not None and not math.isfinite(measurement):
+            measurement = None
+        defpoints = [
+            _p2(dxf.get(name))
+            for name in ("defpoint", "defpoint2", "defpoint3", "defpoint4", "defpoint5")
+            if dxf.hasattr(name)
+        ]
+        graphics: list[Primitive] = []
+        if depth < self.limits.max_block_depth:
+            try:
+                for sub in e.virtual_entities():
+                    graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
+            except (_Invalid, RecursionError):
+                raise
+            except Exception:
+                graphics = []
+        return DimensionEntity(
+            dimtype=dimtype,
+            measurement=measurement,
+            defpoints=tuple(defpoints),
+            text_override=str(dxf.get("text", "") or ""),
+            graphics=tuple(graphics),
+            **common,
+        )
+
+    def _hatch(self, e: Any, common: dict[str, Any]) -> HatchEntity:
+        from ezdxf import path as ezpath
+
+        loops: list[tuple[Point, ...]] = []
+        for boundary in ezpath.from_hatch(e):
+            pts = [_p2(p) for p in boundary.flattening(0.01, segments=8)]
+            if len(pts) > self.limits.max_curve_points:
+                step = len(pts) / self.limits.max_curve_points
+                pts = [pts[int(i * step)] for i in range(self.limits.max_curve_points)]
+            loops.append(tuple(pts))
+            self.deadline.count()
+        return HatchEntity(
+            pattern=str(e.dxf.get("pattern_name", "")),
+            solid=bool(e.dxf.get("solid_fill", 0)),
+            boundaries=tuple(loops),
+            **common,
+        )
+
+    def _insert(self, e: Any, common: dict[str, Any], *, explode: bool, depth: int) -> InsertEntity:
+        dxf = e.dxf
+        attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
+        exploded: list[Primitive] = []
+        if explode and depth < self.limits.max_block_depth:
+            for sub in e.virtual_entities():
+                exploded.extend(self._flatten(sub, depth + 1, common["layer"]))
+            for attrib in e.attribs:
+                if not attrib.is_invisible:
+                    exploded.extend(self._flatten(attrib, depth + 1, common["layer"]))
+        return InsertEntity(
+            block=str(dxf.name),
+            insert=_p2(e.ocs().to_wcs(dxf.insert)),
+            scale=(_round(dxf.get("xscale", 1.0)), _round(dxf.get("yscale", 1.0)), _round(dxf.get("zscale", 1.0))),
+            rotation=_round(dxf.get("rotation", 0.0)),
+            attributes=dict(sorted(attributes.items())),
+            exploded=tuple(exploded),
+            **common,
+        )
+
+    def _flatten(self, e: Any, depth: int, parent_layer: str) -> list[Primitive]:
+        """Primitive records of a virtual entity, nested references and dimensions expanded."""
+        if depth > self.limits.max_block_depth:
+            return []
+        record = self.entity(e, explode=True, depth=depth, layer_override=parent_layer)
+        if record is None:
+            return []
+        if isinstance(record, InsertEntity):
+            return list(record.exploded)
+        if isinstance(record, DimensionEntity):
+            return list(record.graphics)
+        return [record]
+
+    def _solid(self, e: Any, kind: str, common: dict[str, Any]) -> SolidEntity:
+        if not self.measure_3d:
+            reason = "3D extents are measured in schema v4 only"
+            return SolidEntity(source=kind, status="unknown", reason=reason, **common)
+        try:
+            vertices, volume = _measure_body(e, kind)
+        except Exception as error:
+            reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+            return SolidEntity(source=kind, status="unknown", reason=f"cannot measure {kind}: {reason}", **common)
+        if not vertices:
+            return SolidEntity(source=kind, status="unknown", reason=f"{kind} has no measurable geometry", **common)
+        xs, ys, zs = zip(*vertices, strict=True)
+        extents = Extents3D(
+            min=(_round(min(xs)), _round(min(ys)), _round(min(zs))),
+            max=(_round(max(xs)), _round(max(ys)), _round(max(zs))),
+        )
+        return SolidEntity(
+            source=kind,
+            status="measured",
+            extents=extents,
+            volume=None if volume is None else _round(volume),
+            **common,
+        )
+
+    # whole document ---------------------------------------------------------------------
+
+    def space(self, name: str, layout: Iterable[Any]) -> SpaceInfo:
+        entities: list[Entity] = []
+        for e in layout:
+            record = self.entity(e, explode=True)
+            if record is not None:
+                entities.append(record)
+        return SpaceInfo(name=name, entities=tuple(entities))
+
+
+def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None]:
+    """Vertices and volume of a 3D body; raises when ezdxf cannot evaluate it."""
+    from ezdxf.render.mesh import MeshBuilder, MeshVertexMerger
+
+    meshes: list[Any] = []
+    if kind in ("3DSOLID", "REGION", "BODY", "SURFACE"):
+        from ezdxf.acis.dxf import load_dxf
+        from ezdxf.acis.mesh import mesh_from_body
+
+        for body in load_dxf(e):
+            meshes.extend(mesh_from_body(body))
+    elif kind == "MESH":
+        meshes.append(MeshBuilder.from_mesh(e))
+    else:
+        meshes.append(MeshVertexMerger.from_polyface(e))
+    vertices: list[Point3] = []
+    volume: float | None = 0.0
+    for mesh in meshes:
+        vertices.extend((float(v.x), float(v.y), float(v.z)) for v in mesh.vertices)
+        if kind == "REGION":
+            volume = None
+            continue
+        diagnose = mesh.diagnose()
+        if volume is not None and diagnose.is_closed_surface:
+            volume += abs(float(diagnose.volume()))
+        else:
+            volume = None
+    return vertices, volume
+
+
+def _layers(doc: Any) -> tuple[LayerInfo, ...]:
+    layers: list[LayerInfo] = []
+    for layer in doc.layers:
+        dxf = layer.dxf
+        layers.append(
+            LayerInfo(
+                name=str(dxf.name),
+                color=abs(int(dxf.get("color", 7))),
+                linetype=str(dxf.get("linetype", "Continuous")),
+                on=bool(layer.is_on()),
+                frozen=bool(layer.is_frozen()),
+                locked=bool(layer.is_locked()),
+            )
+        )
+    return tuple(sorted(layers, key=lambda item: item.name.lower()))
+
+
+def _blocks(doc: Any, extractor: _Extractor) -> tuple[BlockInfo, ...]:
+    blocks: list[BlockInfo] = []
+    for block in doc.blocks:
+        name = str(block.name)
+        if name.startswith("*") or block.is_any_layout:
+            continue
+        entities: list[Entity] = []
+        for e in block:
+            record = extractor.entity(e, explode=False)
+            if record is not None:
+                entities.append(record)
+        base = block.block.dxf.get("base_point", (0.0, 0.0, 0.0))
+        blocks.append(BlockInfo(name=name, base_point=_p2(base), entities=tuple(entities)))
+    return tuple(sorted(blocks, key=lambda item: item.name))
+
+
+def _extract(
+    doc: Any,
+    schema_version: SchemaVersion,
+    limits: ReadLimits,
+    deadline: _Deadline,
+    source_format: str,
+    sha: str,
+    size: int,
+) -> DrawingMetadata:
+    extractor = _Extractor(limits, deadline, measure_3d=schema_version == 4)
+    model = extractor.space("Model", doc.modelspace())
+    layouts: list[SpaceInfo] = []
+    for layout in doc.layouts:
+        if layout.is_modelspace:
+            continue
+        space = extractor.space(str(layout.name), layout)
+        layouts.append(space)
+    units = doc.header.get("$INSUNITS")
+    physical = physical_extents(model.entities) if schema_version == 4 else None
+    return DrawingMetadata(
+        schema_version=schema_version,
+        source=SourceInfo(
+            format=source_format,
+            sha256=sha,
+            size=size,
+            dxf_version=str(doc.dxfversion),
+            units=int(units) if units is not None else None,
+        ),
+        layers=_layers(doc),
+        blocks=_blocks(doc, extractor),
+        model=model,
+        layouts=tuple(sorted(layouts, key=lambda s: s.name)),
+        extents=extents_of(model.entities),
+        physical_3d=physical,
+    )
+
+
+# --- derived geometry -------------------------------------------------------------------
+
+
+def iter_primitives(entities: Iterable[Entity]) -> Iterator[Primitive]:
+    """Every primitive of ``entities`` with block references replaced by their exploded
+    contents; dimensions are skipped (their graphics are annotation, not geometry)."""
+    for entity in entities:
+        if isinstance(entity, InsertEntity):
+            yield from entity.exploded
+        elif isinstance(entity, DimensionEntity):
+            continue
+        else:
+            yield entity
+
+
+def entity_points(entity: Entity | Primitive) -> list[Point]:
+    """Representative outline points of one entity (for extents and rendering bounds)."""
+    if isinstance(entity, LineEntity):
+        return [entity.start, entity.end]
+    if isinstance(entity, CircleEntity):
+        return sample_circle(entity.center, entity.radius)
+    if isinstance(entity, ArcEntity):
+        return sample_arc(entity.center, entity.radius, entity.start_angle, entity.end_angle)
+    if isinstance(entity, PolylineEntity):
+        return polyline_points(entity.vertices, entity.bulges, entity.closed)
+    if isinstance(entity, EllipseEntity):
+        return ellipse_points(entity)
+    if isinstance(entity, SplineEntity):
+        return list(entity.points)
+    if isinstance(entity, PointEntity):
+        return [entity.location]
+    if isinstance(entity, TextEntity):
+        return [entity.insert]
+    if isinstance(entity, HatchEntity):
+        return [p for loop in entity.boundaries for p in loop]
+    if isinstance(entity, SolidEntity):
+        if entity.extents is None:
+            return []
+        lo, hi = entity.extents.min, entity.extents.max
+        return [(lo[0], lo[1]), (hi[0], hi[1])]
+    if isinstance(entity, InsertEntity):
+        return [p for sub in entity.exploded for p in entity_points(sub)] or [entity.insert]
+    if isinstance(entity, DimensionEntity):
+        return [p for sub in entity.graphics for p in entity_points(sub)] or list(entity.defpoints)
+    return []
+
+
+def ellipse_points(entity: EllipseEntity) -> list[Point]:
+    """Sampled outline of an ellipse or elliptical arc."""
+    cx, cy = entity.center
+    mx, my = entity.major_axis
+    # minor axis: major rotated +90 degrees, scaled by ratio
+    nx, ny = -my * entity.ratio, mx * entity.ratio
+    start, end = entity.start_param, entity.end_param
+    sweep = (end - start) % (2 * math.pi)
+    if sweep < 1e-12:
+        sweep = 2 * math.pi
+    steps = max(8, math.ceil(math.degrees(sweep) / 5.0))
+    out: list[Point] = []
+    for i in range(steps + 1):
+        t = start + sweep * i / steps
+        out.append((cx + mx * math.cos(t) + nx * math.sin(t), cy + my * math.cos(t) + ny * math.sin(t)))
+    return out
+
+
+def extents_of(entities: Iterable[Entity]) -> Extents2D | None:
+    """2D extents of ``entities`` (dimension graphics included), or None when empty."""
+    box = bounds(p for e in entities for p in entity_points(e))
+    if box is None:
+        return None
+    return Extents2D(min=_p2(box[0]), max=_p2(box[1]))
+
+
+def physical_extents(entities: Iterable[Entity]) -> Physical3D:
+    """Union of the 3D boxes of every solid and mesh (exploded block contents included)."""
+    solids = [e for e in iter_primitives(entities) if isinstance(e, SolidEntity)]
+    if not solids:
+        return Physical3D(status="none")
+    measured = [s for s in solids if s.status == "measured" and s.extents is not None]
+    unknown = [s for s in solids if s not in measured]
+    extents: Extents3D | None = None
+    if measured:
+        boxes = [s.extents for s in measured if s.extents is not None]
+        extents = Extents3D(
+            min=(min(b.min[0] for b in boxes), min(b.min[1] for b in boxes), min(b.min[2] for b in boxes)),
+            max=(max(b.max[0] for b in boxes), max(b.max[1] for b in boxes), max(b.max[2] for b in boxes)),
+        )
+    volumes = [s.volume for s in measured]
+    volume = _round(sum(v for v in volumes if v is not None)) if volumes and None not in volumes else None
+    if unknown:
+        reasons = sorted({s.reason for s in unknown if s.reason})
+        return Physical3D(
+            status="unknown", extents=extents, volume=None, bodies=len(solids), reason="; ".join(reasons)[:500]
+        )
+    return Physical3D(status="measured", extents=extents, volume=volume, bodies=len(solids))
+
+
+def texts(metadata: DrawingMetadata) -> list[TextEntity]:
+    """Every text of the model space, block-reference attributes and exploded texts included."""
+    out: list[TextEntity] = []
+    for entity in metadata.model.entities:
+        if isinstance(entity, TextEntity):
+            out.append(entity)
+        elif isinstance(entity, InsertEntity):
+            out.extend(e for e in entity.exploded if isinstance(e, TextEntity))
+    return out
+
+
+def dimensions(metadata: DrawingMetadata) -> list[DimensionEntity]:
+    """Every DIMENSION of the model space."""
+    return [e for e in metadata.model.entities if isinstance(e, DimensionEntity)]
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def metadata_from_json_mapping(value: Mapping[str, Any]) -> ReadResult:
+    """Validate a parsed ``metadata.json`` that may hold either a valid or an invalid record."""
+    if value.get("valid") is False:
+        return InvalidDrawing.model_validate(value)
+    return DrawingMetadata.model_validate(value)
