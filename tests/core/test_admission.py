@@ -189,16 +189,17 @@ def test_backend_validate_spec_errors_are_located(tmp_path: Path, env: tuple[str
 
 def test_unknown_backend_and_provider(tmp_path: Path, env: tuple[str, str]) -> None:
     config = pool_config([env[0]], tmp_path / "l")
-    config["infrastructure"]["backend"] = "aws"
-    config["rollouts"][0]["provider"] = "openai"
+    config["infrastructure"]["backend"] = "local-hyperv"
+    config["rollouts"][0]["provider"] = "acme-llm"
     path = write(tmp_path, config)
     code, _, err = run(["--config", str(path)])
     assert code == 2
     lines = err.splitlines()
-    assert lines[0].startswith(f"error: {path}: $.rollouts[0].provider: provider 'openai' is not installed: "
-                               "pip install \"autocad-bench[openai]\" (installed: ")
-    assert lines[1].startswith(f"error: {path}: $.infrastructure.backend: backend 'aws' is not installed: "
-                               "pip install \"autocad-bench[aws]\" (installed: ")
+    assert lines[0].startswith(f"error: {path}: $.rollouts[0].provider: provider 'acme-llm' is not installed "
+                               "(installed: ")
+    assert "scripted" in lines[0]
+    assert lines[1].startswith(f"error: {path}: $.infrastructure.backend: backend 'local-hyperv' is not installed: "
+                               "pip install \"autocad-bench[hyperv]\" (installed: ")
     assert "example-pool" in lines[1]
 
 

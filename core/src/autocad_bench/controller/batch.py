@@ -233,8 +233,9 @@ class BatchRunner:
             disabled_rollouts=[r.rollout_id for r in self.config.rollouts if not r.enabled],
         )
 
-    def _set_state(self, rollout_id: str, state: RolloutState, **changes: object) -> None:
-        before, after = self.store.update_rollout(rollout_id, state=state, **changes)
+    def _set_state(self, rollout_id: str, state: RolloutState, *, only_from: tuple[str, ...] | None = None,
+                   **changes: object) -> None:
+        before, after = self.store.update_rollout(rollout_id, only_from=only_from, state=state, **changes)
         if before.state != after.state:
             self.host.notify("rollout_state_changed", event=RolloutStateEvent(
                 batch_id=self.batch_id, rollout_id=rollout_id, previous=before.state, state=after.state,
@@ -253,9 +254,7 @@ class BatchRunner:
                 elif entry.state == "starting" and _pilot_running(paths):
                     target = "running"
                 if target is not None and target != entry.state:
-                    current = self.store.entry(entry.rollout_id).state
-                    if current in ("starting", "running"):
-                        self._set_state(entry.rollout_id, target)
+                    self._set_state(entry.rollout_id, target, only_from=("starting", "running"))
 
     def _batch_event(self) -> BatchEvent:
         state = self.store.state

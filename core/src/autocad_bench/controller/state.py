@@ -88,12 +88,19 @@ class BatchStateStore:
         with self._lock:
             return next(r for r in self._state.rollouts if r.rollout_id == rollout_id)
 
-    def update_rollout(self, rollout_id: str, **changes: Any) -> tuple[RolloutEntryState, RolloutEntryState]:
-        """Apply ``changes`` to one rollout; return (before, after)."""
+    def update_rollout(self, rollout_id: str, *, only_from: tuple[str, ...] | None = None,
+                       **changes: Any) -> tuple[RolloutEntryState, RolloutEntryState]:
+        """Apply ``changes`` to one rollout; return (before, after).
+
+        With ``only_from`` the change applies only if the rollout is still in one of those
+        states (checked under the lock, so a monitor never overwrites a final state).
+        """
         with self._lock:
             rollouts = list(self._state.rollouts)
             index = next(i for i, r in enumerate(rollouts) if r.rollout_id == rollout_id)
             before = rollouts[index]
+            if only_from is not None and before.state not in only_from:
+                return before, before
             after = before.model_copy(update=changes)
             rollouts[index] = after
             self._state = self._state.model_copy(update={"rollouts": rollouts})
