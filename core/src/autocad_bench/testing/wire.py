@@ -35,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from aiohttp import web
 from pydantic import JsonValue
@@ -204,7 +204,7 @@ class WireServer:
         self._loop = None
         self._thread = None
 
-    def __enter__(self) -> WireServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
