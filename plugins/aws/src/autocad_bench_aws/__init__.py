@@ -1,0 +1,1 @@
+"""The ``aws`` infrastructure backend of autocad-bench (EC2 + SSM workers, S3 evaluation transfer)."""
