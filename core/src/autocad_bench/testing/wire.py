@@ -115,13 +115,17 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
-    """One request as it reached the fake. ``headers`` keys are lower-case."""
+    """One request as it reached the fake. ``headers`` keys are lower-case.
+
+    ``size`` is the body length; ``body`` is empty when the server does not keep bodies.
+    """
 
     method: str
     path: str
     query: str
     headers: Mapping[str, str]
     body: bytes
+    size: int = 0
     at: float = field(default_factory=time.monotonic)
 
     def json(self) -> Any:
@@ -144,7 +148,8 @@ class WireServer:
     next queued reply; when the queue is empty ``default`` answers (a reply or a callable),
     and without one the fake answers 400 "script exhausted" so a test fails fast instead of
     retrying forever. ``too_large_above`` answers 413 (through :meth:`error_reply`) for
-    model requests whose body exceeds that many bytes. :meth:`extra_routes` adds other
+    model requests whose body exceeds that many bytes. ``keep_bodies=False`` records only
+    body sizes (for long benchmarks with large requests). :meth:`extra_routes` adds other
     endpoints (catalogs, token counting); unknown paths get 404.
 
     Thread-safe: the queue and the records are shared with the server thread under a lock.
@@ -157,9 +162,11 @@ class WireServer:
         *,
         default: ReplySource | None = None,
         too_large_above: int | None = None,
-        max_body_bytes: int = 512 * 1024 * 1024,
+        max_body_bytes: int = 1024 * 1024 * 1024,
+        keep_bodies: bool = True,
     ) -> None:
         self.default = default
+        self.keep_bodies = keep_bodies
         self.too_large_above = too_large_above
         self.max_body_bytes = max_body_bytes
         self._queue: deque[ReplySource] = deque()
@@ -340,7 +347,8 @@ class WireServer:
             path=request.path,
             query=request.query_string,
             headers={k.lower(): v for k, v in request.headers.items()},
-            body=body,
+            body=body if self.keep_bodies else b"",
+            size=len(body),
         )
         with self._lock:
             self._requests.append(recorded)
@@ -405,8 +413,9 @@ class ResponsesWire(WireServer):
         too_large_above: int | None = None,
         catalog: Iterable[str] = (),
         usage: Mapping[str, int] | None = None,
+        keep_bodies: bool = True,
     ) -> None:
-        super().__init__(default=default, too_large_above=too_large_above)
+        super().__init__(default=default, too_large_above=too_large_above, keep_bodies=keep_bodies)
         self.catalog = list(catalog)
         self.usage = dict(usage or {"input_tokens": 1500, "cached_tokens": 1000, "output_tokens": 60,
                                     "reasoning_tokens": 20})

@@ -74,12 +74,19 @@ def without_images(item: dict[str, Any]) -> dict[str, Any]:
 
 
 class AppendOnlyLog:
-    """Checkpoint-form items and their cached wire bytes, in lock-step."""
+    """Checkpoint-form items and their cached wire bytes, in lock-step.
+
+    :attr:`segments` is the same bytes grouped per append, each group already joined with
+    its separating commas: ``b"".join(segments)`` is the body of the JSON ``input`` array, and
+    a request can stream the segments without copying the history into one buffer.
+    """
 
     def __init__(self, images: DataUrlCache) -> None:
         self._images = images
         self.items: list[dict[str, Any]] = []
         self.encoded: list[bytes] = []
+        self.segments: list[bytes] = []
+        self.size = 0
 
     def __len__(self) -> int:
         return len(self.items)
@@ -92,14 +99,29 @@ class AppendOnlyLog:
         """Append items whose bytes were already computed (e.g. the tail of a sent request)."""
         if len(items) != len(encoded):
             raise ValueError("items and encodings differ in length")
+        if not items:
+            return
+        segment = self.segment(encoded)
         self.items.extend(items)
         self.encoded.extend(encoded)
+        self.segments.append(segment)
+        self.size += len(segment)
+
+    def segment(self, encoded: list[bytes]) -> bytes:
+        """``encoded`` joined as it continues the ``input`` array after the current items."""
+        joined = b",".join(encoded)
+        return b"," + joined if self.items else joined
+
+    def _resegment(self) -> None:
+        self.segments = [self.encoded[0], *(b"," + e for e in self.encoded[1:])] if self.encoded else []
+        self.size = sum(len(s) for s in self.segments)
 
     def restore(self, items: list[dict[str, Any]]) -> None:
         """Replace the log by ``items`` from a checkpoint, rehydrating every image from its file."""
         encoded = [self.encode(item) for item in items]
         self.items = list(items)
         self.encoded = encoded
+        self._resegment()
 
     def elide_oldest_screenshots(self, keep_first: int = 1) -> bool:
         """Replace the images of the older half of the image-bearing items after ``keep_first``.
@@ -115,4 +137,5 @@ class AppendOnlyLog:
         for i in candidates[: max(1, len(candidates) // 2)]:
             self.items[i] = without_images(self.items[i])
             self.encoded[i] = self.encode(self.items[i])
+        self._resegment()
         return True
