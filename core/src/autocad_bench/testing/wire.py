@@ -401,7 +401,8 @@ class ResponsesWire(WireServer):
 
     Responses are non-streaming JSON with ``usage`` set from :attr:`usage` (override per
     reply with the ``usage`` argument of the builders). :attr:`catalog` lists the model ids
-    ``GET /v1/models`` and ``GET /v1/models/{id}`` know.
+    ``GET /v1/models`` and ``GET /v1/models/{id}`` know; set :attr:`catalog_error` to an
+    HTTP status to make both answer that error instead.
     """
 
     model_routes = (("POST", "/responses"),)
@@ -417,6 +418,7 @@ class ResponsesWire(WireServer):
     ) -> None:
         super().__init__(default=default, too_large_above=too_large_above, keep_bodies=keep_bodies)
         self.catalog = list(catalog)
+        self.catalog_error: int | None = None
         self.usage = dict(usage or {"input_tokens": 1500, "cached_tokens": 1000, "output_tokens": 60,
                                     "reasoning_tokens": 20})
 
@@ -476,6 +478,8 @@ class ResponsesWire(WireServer):
         return {("GET", "/models"): self._list_models}
 
     def _list_models(self, request: RecordedRequest) -> Reply:
+        if self.catalog_error is not None:
+            return self.error_reply(self.catalog_error, "catalog error")
         return Reply.json({"object": "list", "data": [self._model(m) for m in self.catalog]})
 
     @staticmethod
@@ -491,7 +495,11 @@ class ResponsesWire(WireServer):
                 self._requests.append(RecordedRequest(
                     method=request.method, path=request.path, query=request.query_string,
                     headers={k.lower(): v for k, v in request.headers.items()}, body=b""))
-            reply = (Reply.json(self._model(model_id)) if model_id in self.catalog
-                     else self.error_reply(404, f"model {model_id!r} not found"))
+            if self.catalog_error is not None:
+                reply = self.error_reply(self.catalog_error, "catalog error")
+            elif model_id in self.catalog:
+                reply = Reply.json(self._model(model_id))
+            else:
+                reply = self.error_reply(404, f"model {model_id!r} not found")
             return await self._send(request, reply)
         return await super()._dispatch(request)

@@ -35,36 +35,38 @@ def read_verified(rollout_dir: Path, ref: ArtifactRef) -> bytes:
 
 
 class DataUrlCache:
-    """``data:`` URLs of verified images, keyed by checksum, least recently used evicted.
+    """``data:`` URLs of verified images, keyed by (path, checksum), least recently used evicted.
 
     ``pinned`` entries (the reference) are never evicted; at most ``capacity`` other entries
-    are kept. Keys are checksums, so a file rewritten with other bytes is read again.
+    are kept. The key includes the path so that every referenced file is read and verified
+    at least once, even when another file has the same expected checksum.
     """
 
     def __init__(self, rollout_dir: Path, capacity: int = 2) -> None:
         self.rollout_dir = rollout_dir
         self.capacity = capacity
-        self._pinned: dict[str, str] = {}
-        self._recent: OrderedDict[str, str] = OrderedDict()
+        self._pinned: dict[tuple[str, str], str] = {}
+        self._recent: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.encodings = 0
 
     def url(self, ref: ArtifactRef, *, pin: bool = False) -> str:
         """The ``data:`` URL of ``ref``, encoding it only if it is not cached."""
-        cached = self._pinned.get(ref.sha256)
+        key = (ref.path, ref.sha256)
+        cached = self._pinned.get(key)
         if cached is None:
-            cached = self._recent.get(ref.sha256)
+            cached = self._recent.get(key)
             if cached is not None:
-                self._recent.move_to_end(ref.sha256)
+                self._recent.move_to_end(key)
         if cached is None:
             data = read_verified(self.rollout_dir, ref)
             cached = f"data:{ref.media_type};base64,{base64.b64encode(data).decode('ascii')}"
             self.encodings += 1
             if pin:
-                self._pinned[ref.sha256] = cached
+                self._pinned[key] = cached
             else:
-                self._recent[ref.sha256] = cached
+                self._recent[key] = cached
                 while len(self._recent) > self.capacity:
                     self._recent.popitem(last=False)
-        elif pin and ref.sha256 not in self._pinned:
-            self._pinned[ref.sha256] = cached
+        elif pin and key not in self._pinned:
+            self._pinned[key] = cached
         return cached
