@@ -19,28 +19,30 @@ SHARED = (150, 150, 150)
 GOLD_ONLY = (220, 30, 30)
 CANDIDATE_ONLY = (30, 90, 230)
 BACKGROUND = (255, 255, 255)
+_PALETTE = (BACKGROUND, SHARED, GOLD_ONLY, CANDIDATE_ONLY, (0, 0, 0))
 
 
 def diff_image(gold_mask: Image.Image, candidate_mask: Image.Image, *, legend: bool = True) -> Image.Image:
-    """The RGB overlay of two equally sized "L" masks; raises ``ValueError`` on a size mismatch."""
+    """The overlay of two equally sized "L" masks as a palette image (white, grey, red, blue,
+    black for the legend text); raises ``ValueError`` on a size mismatch."""
     if gold_mask.size != candidate_mask.size:
         raise ValueError(f"mask sizes differ: {gold_mask.size} vs {candidate_mask.size}")
     g = np.asarray(gold_mask.convert("L")) > 127
     c = np.asarray(candidate_mask.convert("L")) > 127
-    out = np.empty((*g.shape, 3), dtype=np.uint8)
-    out[:] = BACKGROUND
-    out[g & c] = SHARED
-    out[g & ~c] = GOLD_ONLY
-    out[c & ~g] = CANDIDATE_ONLY
-    image = Image.fromarray(out, mode="RGB")
+    index = np.zeros(g.shape, dtype=np.uint8)
+    index[g & c] = 1
+    index[g & ~c] = 2
+    index[c & ~g] = 3
+    image = Image.fromarray(index, mode="L").convert("P")
+    image.putpalette([channel for colour in _PALETTE for channel in colour])
     if legend:
         draw = ImageDraw.Draw(image)
         font = bitmap_font()
         y = 8
-        entries = ((GOLD_ONLY, "gold only (missing)"), (CANDIDATE_ONLY, "candidate only (extra)"), (SHARED, "shared"))
+        entries = ((2, "gold only (missing)"), (3, "candidate only (extra)"), (1, "shared"))
         for colour, label in entries:
             draw.rectangle([8, y, 20, y + 10], fill=colour)
-            draw.text((26, y), label, fill=(0, 0, 0), font=font)
+            draw.text((26, y), label, fill=4, font=font)
             y += 16
     return image
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from PIL import Image
 from pydantic import Field
 
 from autocad_bench.models import StrictModel
@@ -43,7 +42,7 @@ from autocad_bench_evaluator.metadata import (
     canonical_json,
     read_drawing,
 )
-from autocad_bench_evaluator.render import png_bytes, render_image, translated_extents, view_for
+from autocad_bench_evaluator.render import ink_mask, png_bytes, render_image, translated_extents, view_for
 from autocad_bench_evaluator.scoring import ScoreReport, invalid_report, score_drawing
 
 EXIT_OK = 0
@@ -163,10 +162,6 @@ def _clean(out_dir: Path) -> None:
             (out_dir / JUDGE_DIR / name).unlink()
 
 
-def _ink_mask(image: Image.Image) -> Image.Image:
-    return image.convert("L").point(lambda v: 255 if v < 128 else 0)
-
-
 def evaluate(
     candidate: Path | None,
     task_id: str,
@@ -236,7 +231,7 @@ def evaluate(
         cand_png = png_bytes(cand_image)
         atomic_write_bytes(out_dir / GOLD_RENDER, gold_png)
         atomic_write_bytes(out_dir / RENDER, cand_png)
-        atomic_write_bytes(out_dir / DIFF, png_bytes(diff_image(_ink_mask(gold_image), _ink_mask(cand_image))))
+        atomic_write_bytes(out_dir / DIFF, png_bytes(diff_image(ink_mask(gold_image), ink_mask(cand_image))))
 
         verdict: JudgeScore | None = None
         if judge is not None:

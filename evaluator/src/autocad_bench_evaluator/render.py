@@ -42,8 +42,8 @@ from autocad_bench_evaluator.metadata import (
 CANVAS_SIZE = (1600, 1200)
 MARGIN_PX = 40
 LINE_WIDTH = 2
-INK = (0, 0, 0)
-BACKGROUND = (255, 255, 255)
+INK = 0
+BACKGROUND = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ def bitmap_font() -> ImageFont.ImageFont:
 
 
 class _Painter:
-    def __init__(self, draw: ImageDraw.ImageDraw, view: View, translation: Point, ink: int | tuple[int, int, int]):
+    def __init__(self, draw: ImageDraw.ImageDraw, view: View, translation: Point, ink: int):
         self.draw = draw
         self.view = view
         self.dx, self.dy = translation
@@ -176,14 +176,19 @@ def render_image(
     view: View,
     *,
     translation: Point = (0.0, 0.0),
-    ink: tuple[int, int, int] = INK,
 ) -> Image.Image:
-    """An RGB image of the model space of ``metadata`` in ``view`` (moved by ``translation``)."""
-    image = Image.new("RGB", (view.width, view.height), BACKGROUND)
-    painter = _Painter(ImageDraw.Draw(image), view, translation, ink)
+    """A greyscale ("L") image, black ink on white, of the model space of ``metadata`` in
+    ``view`` (moved by ``translation``). Greyscale keeps PNG encoding fast and small."""
+    image = Image.new("L", (view.width, view.height), BACKGROUND)
+    painter = _Painter(ImageDraw.Draw(image), view, translation, INK)
     for entity in metadata.model.entities:
         painter.entity(entity)
     return image
+
+
+def ink_mask(image: Image.Image) -> Image.Image:
+    """The "L" ink mask (255 = ink) of a render made by :func:`render_image`."""
+    return image.convert("L").point(lambda v: 255 if v < 128 else 0)
 
 
 def render_mask(metadata: DrawingMetadata, view: View, *, translation: Point = (0.0, 0.0)) -> Image.Image:
@@ -198,7 +203,7 @@ def render_mask(metadata: DrawingMetadata, view: View, *, translation: Point = (
 def png_bytes(image: Image.Image) -> bytes:
     """PNG encoding without metadata chunks (deterministic for a given Pillow version)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False, compress_level=6)
+    image.save(buffer, format="PNG", optimize=False, compress_level=3)
     return buffer.getvalue()
 
 
