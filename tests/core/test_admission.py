@@ -25,6 +25,46 @@ def env(health_server: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> tupl
     return url, token
 
 
+def judged(tmp_path: Path) -> dict[str, Any]:
+    """Evaluation with a vision judge and a real gold cache for tasks t1 and t2."""
+    import ezdxf
+    from autocad_bench_evaluator.gold_cache import build_entry
+    from autocad_bench_evaluator.spec import ScoringSpec
+
+    gold = tmp_path / "gold.dxf"
+    doc = ezdxf.new()
+    doc.modelspace().add_line((0, 0), (10, 0))
+    doc.saveas(gold)
+    for task in ("t1", "t2"):
+        build_entry(tmp_path / "gold-cache", "e1", gold, ScoringSpec(task_id=task))
+    return {"enabled": True, "gold_cache": str(tmp_path / "gold-cache"), "evaluator_version": "e1",
+            "judge": {"model": "gpt-5.1"}}
+
+
+def test_evaluation_needs_gold_cache_settings(tmp_path: Path, env: tuple[str, str]) -> None:
+    path = write(tmp_path, pool_config([env[0]], tmp_path / "l", evaluation={"enabled": True}))
+    code, _, err = run(["--config", str(path)])
+    assert code == 2
+    assert err.splitlines() == [
+        f"error: {path}: $.evaluation.{field}: required when evaluation is enabled (set "
+        '"evaluation": {"enabled": false} only for deliberately unevaluated runs)'
+        for field in ("gold_cache", "evaluator_version")]
+
+
+def test_tampered_gold_cache_fails_admission_naming_the_file(tmp_path: Path, env: tuple[str, str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    evaluation = judged(tmp_path)
+    gold = tmp_path / "gold-cache" / "e1" / "t2" / "gold.dxf"
+    gold.write_bytes(gold.read_bytes() + b"999\ntampered\n")
+    code, out, _ = run(["--config", str(write(tmp_path, pool_config([env[0]], tmp_path / "l",
+                                                                     evaluation=evaluation)))])
+    assert code == 1
+    check = next(c for c in json.loads(out)["checks"] if c["name"] == "gold_cache")
+    assert check["step"] == 5 and check["passed"] is False
+    assert "gold.dxf" in check["reason"] and "t2" in check["reason"]
+
+
 def run(args: list[str]) -> tuple[int, str, str]:
     result = CliRunner().invoke(batch_command, args)
     if result.exception and not isinstance(result.exception, SystemExit):
@@ -118,8 +158,7 @@ def test_missing_task_suite(tmp_path: Path, env: tuple[str, str]) -> None:
 def test_missing_credentials_fail_check_and_name_only(tmp_path: Path, env: tuple[str, str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "")
-    config = pool_config([env[0]], tmp_path / "l",
-                         evaluation={"enabled": True, "judge": {"model": "gpt-5.1"}})
+    config = pool_config([env[0]], tmp_path / "l", evaluation=judged(tmp_path))
     code, out, _ = run(["--config", str(write(tmp_path, config))])
     assert code == 1
     report = json.loads(out)
@@ -132,8 +171,7 @@ def test_missing_credentials_fail_check_and_name_only(tmp_path: Path, env: tuple
 def test_present_credentials_are_named_never_printed(tmp_path: Path, env: tuple[str, str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-never-printed")
-    config = pool_config([env[0]], tmp_path / "l",
-                         evaluation={"enabled": True, "judge": {"model": "gpt-5.1"}})
+    config = pool_config([env[0]], tmp_path / "l", evaluation=judged(tmp_path))
     code, out, err = run(["--config", str(write(tmp_path, config))])
     assert code == 0, err
     assert "sk-test-secret-never-printed" not in out + err

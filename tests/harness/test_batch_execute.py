@@ -76,6 +76,10 @@ def test_scripted_batch_produces_the_full_layout(tmp_path: Path, mode: str) -> N
         assert result_json["stop_reason"] == "done"
         assert result_json["actions"] == 19
         assert (out / "rollouts" / rollout / "attempt.dxf").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(m["provider"], m["rollouts"], m["completed"]) for m in summary["models"]] == [
+        ("scripted", 1, 1), ("scripted", 1, 1)]
+    assert (out / "summary.csv").read_text().splitlines()[0].startswith("rollout_id,task_id,provider,model")
     secrets = [a for v in SECRETS.values() for a in ("--secret", v)] + ["--secret", brokers[0].token]
     check = subprocess.run([sys.executable, str(CHECK_LAYOUT), str(out), "--no-evaluation", *secrets],
                            capture_output=True, text=True)

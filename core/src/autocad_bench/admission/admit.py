@@ -72,6 +72,7 @@ def admit(
     problems += _expected_count(loaded, options.allow_partial)
     problems += _task_suite(loaded)
     problems += _tasks(loaded, options)
+    problems += _evaluation_settings(loaded)
     providers, provider_problems = _load_providers(loaded, host)
     problems += provider_problems
     problems += _broker_version(loaded)
@@ -98,6 +99,7 @@ def admit(
     ]
     names, credentials_check = _credentials(loaded, providers, environ)
     checks.append(credentials_check)
+    checks.extend(_gold_cache(loaded))
     checks.append(AdmissionCheck(step=6, name="broker_version", passed=True,
                                  reason=f"{config.infrastructure.broker_version} is supported"))
     preflight = _preflight(loaded, backend, options)
@@ -240,6 +242,15 @@ def _tasks(loaded: LoadedConfig, options: AdmissionOptions) -> list[Problem]:
     return problems
 
 
+def _evaluation_settings(loaded: LoadedConfig) -> list[Problem]:
+    evaluation = loaded.config.evaluation
+    if not evaluation.enabled:
+        return []
+    return [Problem(loaded.at(f"$.evaluation.{field}"), "required when evaluation is enabled (set "
+                    '"evaluation": {"enabled": false} only for deliberately unevaluated runs)')
+            for field in ("gold_cache", "evaluator_version") if not getattr(evaluation, field)]
+
+
 # --- step 4 ------------------------------------------------------------------------------
 
 
@@ -296,6 +307,30 @@ def _credentials(
             details={"present": present},
         )
     return names_by_rollout, check
+
+
+# --- step 5 ------------------------------------------------------------------------------
+
+
+def _gold_cache(loaded: LoadedConfig) -> list[AdmissionCheck]:
+    evaluation = loaded.config.evaluation
+    if not evaluation.enabled:
+        return [AdmissionCheck(step=5, name="gold_cache", passed=True,
+                               reason="evaluation disabled: no gold cache needed")]
+    try:
+        from autocad_bench_evaluator.gold_cache import check_gold_cache
+    except ImportError:
+        return [AdmissionCheck(step=5, name="gold_cache", passed=False,
+                               reason='evaluation is enabled but the evaluator is not installed: '
+                                      'pip install "autocad-bench[evaluator]"')]
+    root = loaded.gold_cache
+    tasks = [r.task_id for r in loaded.config.enabled_rollouts]
+    problems = check_gold_cache(root, str(evaluation.evaluator_version), tasks) if root else []
+    return [AdmissionCheck(
+        step=5, name="gold_cache", passed=not problems,
+        reason="; ".join(problems) if problems else
+        f"{len(set(tasks))} entries verified for evaluator {evaluation.evaluator_version} in {root}",
+    )]
 
 
 # --- step 6/7 ----------------------------------------------------------------------------

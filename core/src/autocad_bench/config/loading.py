@@ -33,6 +33,13 @@ class LoadedConfig:
             return None
         return (self.path.parent / self.config.tasks_dir).resolve()
 
+    @property
+    def gold_cache(self) -> Path | None:
+        """The evaluation gold cache root, resolved against the configuration file's directory."""
+        if self.config.evaluation.gold_cache is None:
+            return None
+        return (self.path.parent / self.config.evaluation.gold_cache).resolve()
+
     def at(self, json_path: str) -> str:
         """``"file: $.rollouts[0].model"`` for a path like ``"$.rollouts[0].model"``."""
         return f"{self.label}: {json_path}"

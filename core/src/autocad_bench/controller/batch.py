@@ -10,6 +10,7 @@ the same rollout directories. Independent rollouts never wait for one another; o
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import threading
@@ -24,6 +25,7 @@ from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
 from autocad_bench.controller.state import BatchState, BatchStateStore, RolloutEntryState
+from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
 from autocad_bench.costs.concurrency import ActiveRolloutRegistry
 from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
@@ -173,7 +175,8 @@ class BatchRunner:
             log_path=log_path,
             evaluation=EvaluationArguments(
                 enabled=evaluation.enabled, task_id=entry.task_id, evaluator_version=evaluation.evaluator_version,
-                gold_cache=evaluation.gold_cache, bucket=evaluation.bucket,
+                gold_cache=str(self.loaded.gold_cache) if self.loaded.gold_cache else None,
+                bucket=evaluation.bucket,
                 judge_model=evaluation.judge.model if evaluation.judge and evaluation.judge.enabled else None,
                 environment_names=(evaluation.judge.credential_env,)
                 if evaluation.judge and evaluation.judge.enabled else (),
@@ -205,13 +208,14 @@ class BatchRunner:
         if paths.root.exists():
             atomic_write_json(paths.result, result.model_dump(mode="json"))
         state: RolloutState = "done" if code == 0 and result.status == "completed" else "failed"
+        score, passed, _ = read_scores(paths.root)
         self._set_state(
             entry.rollout_id, state, finished_at=utcnow(), exit_code=code,
             failure_class=result.failure_class.value if result.failure_class else (
                 None if state == "done" else "cleanup_error"),
             stop_reason=result.stop_reason, turns=result.turns, actions=result.actions,
             token_cost_usd=result.token_cost_usd, infrastructure_seconds=round(seconds, 3),
-            infrastructure_cost_usd=infra_cost,
+            infrastructure_cost_usd=infra_cost, score=score, passed=passed,
         )
 
     # --- state --------------------------------------------------------------------------
@@ -339,10 +343,11 @@ def run_batch(loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig,
     """Execute an admitted batch into ``output_dir`` (which must not exist yet)."""
     runner = BatchRunner(loaded, admission, budgets, output_dir, host=host, environ=environ)
     code = runner.run()
-    state = runner.store.state
-    import json
-
-    print(json.dumps({"batch_id": runner.batch_id, "output_dir": str(output_dir), "counts": state.counts}))
+    summary = build_summary(output_dir, runner.store.state)
+    write_summary(output_dir, summary)
+    print_summary(summary)
+    print(json.dumps({"batch_id": runner.batch_id, "output_dir": str(output_dir), "counts": summary["counts"],
+                      "models": summary["models"]}))
     return code
 
 

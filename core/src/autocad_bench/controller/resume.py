@@ -19,6 +19,7 @@ from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import effective_budgets, load_config
 from autocad_bench.controller.batch import BatchRunner
 from autocad_bench.controller.state import BatchState, BatchStateStore
+from autocad_bench.controller.summary import build_summary, print_summary, write_summary
 from autocad_bench.errors import ConfigError, Problem, UserError
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import RolloutResult
@@ -128,6 +129,9 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
         if entry.action in ("resume", "start"):
             runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
     runner.execute(plan.runnable)
+    summary = build_summary(batch_dir, runner.store.state)
+    write_summary(batch_dir, summary)
+    print_summary(summary)
     return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
 
 

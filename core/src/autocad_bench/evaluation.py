@@ -1,0 +1,71 @@
+"""The trusted evaluation stage that a backend runs after the child harness exits.
+
+Backends call :func:`evaluate_rollout` on the machine that holds the checkpointed drawing,
+before cleanup. It runs the evaluator distribution (imported lazily: core does not depend
+on it) against the pinned gold cache and writes ``evaluation/`` into the rollout
+directory. The vision judge's credential is read from the *backend's* environment by name
+(``request.evaluation.environment_names``); the model child never had it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.trace import utcnow
+from autocad_bench.infrastructure.models import RolloutLaunchRequest
+from autocad_bench.storage import atomic_write_json
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EVALUATOR_HINT = 'pip install "autocad-bench[evaluator]"'
+
+
+def evaluate_rollout(request: RolloutLaunchRequest, environ: Mapping[str, str]) -> int:
+    """Evaluate the rollout in ``request.output_dir``; 0 when the evaluation itself worked.
+
+    An invalid or missing drawing is a valid evaluation (score 0, exit 0); a missing
+    evaluator, a broken gold cache or a failing judge is an evaluation failure (exit 1), so
+    the sandbox exits nonzero as the contract requires. Never raises for those.
+    """
+    arguments = request.evaluation
+    if not arguments.enabled:
+        return EXIT_OK
+    paths = RolloutPaths(request.output_dir)
+    try:
+        from autocad_bench_evaluator.evaluate import evaluate
+        from autocad_bench_evaluator.judge import JudgeSettings, VisionJudge
+    except ImportError:
+        return _failed(paths, f"evaluation is enabled but the evaluator is not installed: {EVALUATOR_HINT}")
+    if not arguments.gold_cache or not arguments.evaluator_version:
+        return _failed(paths, "evaluation needs evaluation.gold_cache and evaluation.evaluator_version")
+    candidate = next((paths.drawing(s) for s in (".dwg", ".dxf") if paths.drawing(s).exists()), None)
+    judge = None
+    if arguments.judge_model:
+        name = arguments.environment_names[0] if arguments.environment_names else "OPENAI_API_KEY"
+        key = environ.get(name, "")
+        if not key:
+            return _failed(paths, f"the vision judge needs {name} in the evaluation environment")
+        judge = VisionJudge(JudgeSettings(model=arguments.judge_model), key)
+    prompt = None
+    try:
+        from autocad_bench.harness.assignment import PilotAssignment
+
+        prompt = PilotAssignment.model_validate_json(paths.assignment.read_bytes()).task_prompt
+    except (OSError, ValueError):
+        pass
+    outcome = evaluate(candidate, arguments.task_id, Path(arguments.gold_cache), arguments.evaluator_version,
+                       paths.evaluation, judge=judge, task_prompt=prompt)
+    log.info("evaluation of %s: %s", request.rollout_id, outcome.state)
+    return outcome.exit_code
+
+
+def _failed(paths: RolloutPaths, message: str) -> int:
+    paths.evaluation.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(paths.evaluation / "status.json",
+                      {"state": "failed", "error": message, "updated_at": utcnow().isoformat()})
+    return EXIT_FAILED
