@@ -10,8 +10,21 @@ from pathlib import Path
 
 import pytest
 from autocad_bench_evaluator.cli import main
-from autocad_bench_evaluator.evaluate import EXIT_FAILED, EXIT_OK, EvaluationState, evaluate
-from autocad_bench_evaluator.judge import JUDGE_TOOL_NAME, JudgeSettings, VisionJudge
+from autocad_bench_evaluator.evaluate import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EvaluationState,
+    evaluate,
+    evaluate_rollout,
+    rollout_candidate,
+)
+from autocad_bench_evaluator.judge import (
+    JUDGE_TOOL_NAME,
+    JudgeError,
+    JudgeSettings,
+    VisionJudge,
+    judge_from_environment,
+)
 from autocad_bench_evaluator.spec import ScoringSpec
 
 from autocad_bench.testing.wire import Reply, ResponsesWire
@@ -217,3 +230,22 @@ def test_cli_runs_as_a_process(tmp_path: Path, cache: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "ev" / "status.json").read_text())["state"] == "done"
+
+
+def test_evaluate_rollout_finds_the_attempt_drawing(tmp_path: Path, cache: Path) -> None:
+    rollout = tmp_path / "rollouts" / "r1"
+    rollout.mkdir(parents=True)
+    none = evaluate_rollout(rollout, "plate", cache, "v1")
+    assert none.state is EvaluationState.INVALID and (rollout / "evaluation" / "status.json").is_file()
+    write_dxf(rollout / "attempt.dxf")
+    done = evaluate_rollout(rollout, "plate", cache, "v1")
+    assert done.state is EvaluationState.DONE and (rollout / "evaluation" / "render.png").is_file()
+    assert rollout_candidate(rollout) == rollout / "attempt.dxf"
+
+
+def test_judge_from_environment_never_takes_the_key_from_anywhere_else(tmp_path: Path) -> None:
+    missing = judge_from_environment("m", {})
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY is not set"):
+        missing.run(tmp_path, gold_png=b"", candidate_png=b"")
+    present = judge_from_environment("m", {"OPENAI_API_KEY": SECRET}, base_url="http://127.0.0.1:9/v1")
+    assert isinstance(present, VisionJudge) and SECRET not in repr(present.settings)

@@ -246,3 +246,13 @@ def test_converter_does_not_see_secrets(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(CannotReadDrawing, match="produced no DXF"):
         reader.read(dwg, "0" * 64, 3, ReadLimits())
     assert "OPENAI_API_KEY" not in Path(str(seen) + ".env").read_text()
+
+
+def test_quirky_but_readable_dxf_is_recovered(tmp_path: Path) -> None:
+    valid = _valid_bytes(tmp_path)
+    end = valid.rindex(b"EOF")
+    quirky = valid[:end] + b"ENDSEC\n  0\n" + valid[end:]  # a stray ENDSEC, as some writers emit
+    path = tmp_path / "quirky.dxf"
+    path.write_bytes(quirky)
+    result = read_drawing(path)
+    assert isinstance(result, DrawingMetadata) and len(result.model.entities) >= 6

@@ -28,20 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autocad_bench_evaluator.evaluate import EXIT_FAILED, EXIT_USAGE, evaluate
-from autocad_bench_evaluator.judge import JudgeError, JudgeRunner, JudgeScore, JudgeSettings, VisionJudge
+from autocad_bench_evaluator.judge import JudgeRunner, judge_from_environment
 from autocad_bench_evaluator.metadata import default_dwg_reader
 
 JUDGE_KEY_ENV = "OPENAI_API_KEY"
-
-
-class _MissingKeyJudge:
-    """Stands in for a configured judge whose key is absent, so the evaluation fails visibly."""
-
-    def run(
-        self, out_dir: Path, *, gold_png: bytes, candidate_png: bytes, task_prompt: str | None = None
-    ) -> JudgeScore:
-        del out_dir, gold_png, candidate_png, task_prompt
-        raise JudgeError(f"vision judge configured but {JUDGE_KEY_ENV} is not set")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,11 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     judge: JudgeRunner | None = None
     if args.judge_model:
-        key = os.environ.get(JUDGE_KEY_ENV, "")
-        if key:
-            judge = VisionJudge(JudgeSettings(model=args.judge_model, base_url=args.judge_base_url), key)
-        else:
-            judge = _MissingKeyJudge()
+        judge = judge_from_environment(
+            args.judge_model, os.environ, base_url=args.judge_base_url, env_name=JUDGE_KEY_ENV
+        )
     prompt: str | None = None
     if args.task_prompt_file is not None:
         try:

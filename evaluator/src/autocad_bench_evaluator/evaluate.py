@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.models import StrictModel
 from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_evaluator.diff import diff_image
@@ -251,3 +252,38 @@ def evaluate(
         frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
         return fail(f"internal evaluator error{where}: {type(error).__name__}: {error}"[:1000])
+
+
+def rollout_candidate(rollout_dir: Path) -> Path | None:
+    """The checkpointed drawing of a rollout directory: ``attempt.dwg``, else ``attempt.dxf``,
+    else None (no drawing was saved)."""
+    paths = RolloutPaths(Path(rollout_dir))
+    for suffix in (".dwg", ".dxf"):
+        candidate = paths.drawing(suffix)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def evaluate_rollout(
+    rollout_dir: Path,
+    task_id: str,
+    gold_cache_root: Path,
+    evaluator_version: str,
+    *,
+    judge: JudgeRunner | None = None,
+    dwg_reader: DwgReader | None = None,
+    task_prompt: str | None = None,
+) -> EvaluationOutcome:
+    """:func:`evaluate` for a rollout directory: its attempt drawing into its ``evaluation/``."""
+    paths = RolloutPaths(Path(rollout_dir))
+    return evaluate(
+        rollout_candidate(paths.root),
+        task_id,
+        gold_cache_root,
+        evaluator_version,
+        paths.evaluation,
+        judge=judge,
+        dwg_reader=dwg_reader,
+        task_prompt=task_prompt,
+    )

@@ -33,7 +33,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -371,6 +371,38 @@ class VisionJudge:
             raise
         finally:
             client.close()
+
+
+class MissingCredentialJudge:
+    """A configured judge whose credential is absent: every run fails, so the evaluation is
+    marked failed instead of silently skipping the judge."""
+
+    def __init__(self, env_name: str) -> None:
+        self.env_name = env_name
+
+    def run(
+        self, out_dir: Path, *, gold_png: bytes, candidate_png: bytes, task_prompt: str | None = None
+    ) -> JudgeScore:
+        """Always raises :class:`JudgeError` naming the missing variable."""
+        del out_dir, gold_png, candidate_png, task_prompt
+        raise JudgeError(f"vision judge configured but {self.env_name} is not set")
+
+
+def judge_from_environment(
+    model: str,
+    environ: Mapping[str, str],
+    *,
+    base_url: str | None = None,
+    env_name: str = "OPENAI_API_KEY",
+) -> JudgeRunner:
+    """The judge for ``model`` with its key read from ``environ[env_name]`` (never argv).
+
+    Returns a :class:`MissingCredentialJudge` when the variable is unset or empty.
+    """
+    key = environ.get(env_name, "")
+    if not key:
+        return MissingCredentialJudge(env_name)
+    return VisionJudge(JudgeSettings(model=model, base_url=base_url), key)
 
 
 def _parse_verdict(response: Any) -> tuple[JudgeVerdict | None, str]:

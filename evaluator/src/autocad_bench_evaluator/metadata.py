@@ -669,17 +669,35 @@ def _read_dxf(
     except _Invalid as error:
         return InvalidDrawing(reason=str(error), size=size, sha256=sha)
     deadline = _Deadline(limits)
+    errors = (DXFError, OSError, UnicodeError, ValueError, TypeError, KeyError, IndexError, AttributeError)
     try:
-        doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
+        try:
+            doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
+        except errors as strict_error:
+            # AutoCAD and LibreCAD write files that a strict reader rejects (odd-length
+            # thumbnail data, stray ENDSEC): ezdxf's recover mode reads what they read.
+            try:
+                doc = _recover(data)
+            except errors:
+                raise strict_error from None
         deadline.check()
         return _extract(doc, schema_version, limits, deadline, source_format or kind, sha, size)
     except _Invalid as error:
         return InvalidDrawing(reason=str(error), size=size, sha256=sha)
-    except (DXFError, OSError, UnicodeError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+    except errors as error:
         message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
         return InvalidDrawing(reason=f"not a readable DXF: {message}", size=size, sha256=sha)
     except RecursionError:
         return InvalidDrawing(reason="not a readable DXF: nesting too deep", size=size, sha256=sha)
+
+
+def _recover(data: bytes) -> Any:
+    import io
+
+    from ezdxf.recover import read
+
+    doc, _auditor = read(io.BytesIO(data))
+    return doc
 
 
 def _read_ascii(data: bytes) -> Any:
