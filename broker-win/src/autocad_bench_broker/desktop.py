@@ -1,0 +1,228 @@
+"""Blocking desktop work of the server, and how it is run off the event loop.
+
+- :func:`run_blocking` runs one blocking call in a fresh *daemon* thread and awaits it. The
+  server never calls the input driver, the capture or the application adapter on the event
+  loop. Daemon threads (rather than ``asyncio.to_thread``'s pool) keep shutdown bounded: a
+  batch that is still sleeping through ``wait`` actions, or an adapter stuck in a launch,
+  cannot hold the process open after the server has stopped.
+- :func:`inject_batch` injects a validated batch in order through an
+  :class:`~autocad_bench_broker.drivers.input.InputDriver` and returns one receipt per
+  action. It never raises: the first failing action stops the batch (``ok=false`` with the
+  error), later actions are ``not attempted``.
+- :func:`settle_and_encode` is the post-action stability poll with the PNG encoding
+  pipelined into it: the same rule as
+  :func:`~autocad_bench_broker.drivers.capture.stable_frame` (grab until two consecutive
+  grabs are pixel-identical, within ``policy.window_s``; otherwise the freshest frame with
+  ``stable=False``), but while it waits for the next grab, the previous frame is already
+  being encoded in a second thread. When the pair matches, the PNG is usually ready, so the
+  encode costs no extra latency. At most one speculative encode is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from autocad_bench.actions import Action
+from autocad_bench.broker.protocol import ActionReceipt
+from autocad_bench_broker.drivers.capture import (
+    DEFAULT_PNG_COMPRESS_LEVEL,
+    Frame,
+    PngImage,
+    ScreenCapture,
+    StabilityPolicy,
+    encode_png,
+)
+from autocad_bench_broker.drivers.dispatch import apply_action
+from autocad_bench_broker.drivers.input import InputDriver
+from autocad_bench_broker.errors import BrokerError, CaptureError
+
+T = TypeVar("T")
+
+NOT_ATTEMPTED = "not attempted"
+_ERROR_LIMIT = 300
+
+
+class Interrupted(BrokerError):
+    """A ``wait`` action or a stability poll was cut short because the broker is stopping."""
+
+
+def describe_error(error: BaseException) -> str:
+    """One short line naming an exception (type and first line of its text, capped)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return line if len(line) <= _ERROR_LIMIT else line[: _ERROR_LIMIT - 3] + "..."
+
+
+async def run_blocking(func: Callable[[], T], *, name: str = "broker-desktop") -> T:
+    """Run ``func()`` in a new daemon thread and return (or raise) its result.
+
+    Cancelling the awaiting task does not stop the thread (nothing can, safely); the result
+    is then dropped. Callers that must keep the result whatever happens to the request
+    shield the surrounding operation instead.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(outcome: Callable[[], None]) -> None:
+        # The loop may already be closed when a straggling thread finishes during shutdown.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(outcome)
+
+    def settle_result(value: T) -> None:
+        if not future.done():
+            future.set_result(value)
+
+    def settle_error(error: BaseException) -> None:
+        if not future.done():
+            future.set_exception(error)
+
+    def work() -> None:
+        try:
+            value = func()
+        except BaseException as error:  # delivered to the awaiting task, never lost
+            # Bound now: Python unbinds the ``except`` name when the clause ends.
+            deliver(functools.partial(settle_error, error))
+        else:
+            deliver(functools.partial(settle_result, value))
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await future
+
+
+def interruptible_sleep(stop: threading.Event) -> Callable[[float], None]:
+    """A ``sleep`` that raises :class:`Interrupted` as soon as ``stop`` is set."""
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(max(seconds, 0.0)):
+            raise Interrupted("the broker is shutting down")
+
+    return sleep
+
+
+def inject_batch(
+    driver: InputDriver,
+    actions: Sequence[Action],
+    first_index: int,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    stop: threading.Event | None = None,
+) -> tuple[ActionReceipt, ...]:
+    """Inject ``actions`` in order; one receipt per action, indices from ``first_index``.
+
+    ``injected_at`` is taken when the driver call returned (the input has reached the
+    desktop). On the first exception the batch stops: that receipt carries ``ok=false`` and
+    the error, the rest ``ok=false``/``not attempted`` with no ``injected_at``. ``stop``
+    (shutdown) makes the remaining actions ``not attempted`` as well. Never raises.
+    """
+    receipts: list[ActionReceipt] = []
+    stopped = False
+    for offset, action in enumerate(actions):
+        index = first_index + offset
+        if not stopped and stop is not None and stop.is_set():
+            stopped = True
+            receipts.append(
+                ActionReceipt(
+                    index=index,
+                    type=action.type,
+                    injected_at=None,
+                    ok=False,
+                    error=f"{NOT_ATTEMPTED}: the broker is shutting down",
+                )
+            )
+            continue
+        if stopped:
+            receipts.append(
+                ActionReceipt(index=index, type=action.type, injected_at=None, ok=False, error=NOT_ATTEMPTED)
+            )
+            continue
+        try:
+            apply_action(driver, action, sleep=sleep)
+        except Exception as error:  # the input may have been (partly) delivered: stop here
+            stopped = True
+            receipts.append(
+                ActionReceipt(index=index, type=action.type, injected_at=None, ok=False, error=describe_error(error))
+            )
+            continue
+        receipts.append(ActionReceipt(index=index, type=action.type, injected_at=datetime.now(UTC), ok=True))
+    return tuple(receipts)
+
+
+@dataclass(frozen=True, slots=True)
+class SettledFrame:
+    """Result of :func:`settle_and_encode`: the frame, its PNG and whether pixels settled."""
+
+    frame: Frame
+    png: PngImage
+    stable: bool
+    grabs: int
+    elapsed_s: float
+
+
+def settle_and_encode(
+    capture: ScreenCapture,
+    policy: StabilityPolicy,
+    encoder: ThreadPoolExecutor,
+    *,
+    compress_level: int = DEFAULT_PNG_COMPRESS_LEVEL,
+    reuse: PngImage | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SettledFrame:
+    """Poll ``capture`` until two consecutive grabs are identical; return the frame as PNG.
+
+    Same bounds and outcome as ``stable_frame``: ``policy.settle_s`` before the first grab,
+    ``policy.interval_s`` between grabs, ``policy.window_s`` for everything; grab errors are
+    tolerated inside the window. Raises :class:`CaptureError` only if no frame at all could
+    be grabbed (and :class:`Interrupted` if ``sleep`` raises it). ``encoder`` runs the
+    speculative encodes (one worker is enough). ``reuse`` is the PNG of the previous frame:
+    a frame with the same pixels (``PngImage.frame_sha256``) is not encoded again, since
+    the encoder is deterministic (many actions leave the screen unchanged).
+    """
+    started = clock()
+    deadline = started + policy.window_s
+    if policy.settle_s > 0:
+        sleep(min(policy.settle_s, policy.window_s))
+    previous: Frame | None = None
+    pending: tuple[str, Future[PngImage]] | None = None  # (raw frame sha256, its encode)
+    last_error: CaptureError | None = None
+    grabs = 0
+
+    def known(frame: Frame) -> bool:
+        return reuse is not None and reuse.frame_sha256 == frame.sha256 and reuse.compress_level == compress_level
+
+    def png_of(frame: Frame) -> PngImage:
+        if known(frame):
+            assert reuse is not None
+            return reuse
+        if pending is not None and pending[0] == frame.sha256:
+            return pending[1].result()
+        return encode_png(frame, compress_level)
+
+    while True:
+        try:
+            current = capture.grab()
+        except CaptureError as exc:
+            last_error = exc
+        else:
+            grabs += 1
+            if previous is not None and current.sha256 == previous.sha256:
+                # Identical pixels encode to identical PNG bytes, so the earlier encode serves.
+                return SettledFrame(current, png_of(current), True, grabs, clock() - started)
+            previous = current
+            if not known(current) and (pending is None or pending[1].done()):
+                pending = (current.sha256, encoder.submit(encode_png, current, compress_level))
+        if clock() >= deadline:
+            break
+        sleep(max(0.0, min(policy.interval_s, deadline - clock())))
+    if previous is None:
+        raise CaptureError(f"no frame within {policy.window_s:.2f} s: {last_error}")
+    return SettledFrame(previous, png_of(previous), False, grabs, clock() - started)
