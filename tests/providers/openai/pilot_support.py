@@ -10,6 +10,7 @@ policy asked for are still recorded in the trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,3 +147,63 @@ def assert_retry_storm(run: PilotRun, requests: list[Any]) -> None:
     assert len(requests) == 13
     turns = run.model_turns()
     assert [t["malformed"] is not None for t in turns] == [True, True, False, False]
+
+
+def run_interrupted_then_resumed(
+    tmp: Path, provider_factory: Any, model: ModelSpec, credential: str, wire: Any, interrupt_at: int, total: int,
+) -> tuple[PilotRun, int]:
+    """Kill the pilot while model request ``interrupt_at`` (0-based) is in flight, then resume it.
+
+    The wire has ``total`` replies queued (the last one ``DONE``); the reply to request
+    ``interrupt_at`` is held until the pilot task is cancelled, like a controller dying
+    mid-request, and is lost with it. A second pilot
+    on the same directory (fresh provider, fresh session, same broker) finishes the rollout.
+    Returns the resumed run and how many model requests the first pilot made.
+    """
+    from autocad_bench.testing.wire import Reply
+
+    for index in range(total - 1):
+        reply = wire.tool_call_reply(MOVE, call_id=f"call_{index:04d}")
+        if index == interrupt_at:
+            held = wire.tool_call_reply(MOVE, call_id="call_never_seen")
+            reply = Reply(status=held.status, body=held.body, headers=held.headers, delay_s=3.0)
+        wire.push(reply)
+    wire.push_tool_call(DONE)
+
+    async def scenario() -> tuple[PilotRun, int]:
+        async with FakeBroker(display=DISPLAY) as broker:
+            rollout = tmp / "rollout"
+            rollout.mkdir()
+            assignment = PilotAssignment(
+                batch_id="b", rollout_id="r-provider", attempt_id="b.r-provider.1", task_id="t",
+                task_prompt="Draw a line and a circle.", reference_png=str(REFERENCE), model=model,
+                budgets=BudgetConfig(), display=DISPLAY, credential_names=(credential,),
+                infrastructure_backend="test",
+            )
+            atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
+
+            def pilot() -> Pilot:
+                client = BrokerClient(broker.url, broker.token, wait_initial_s=0.0005, wait_max_s=0.001,
+                                      wait_jitter_s=0.0, operation_deadline_s=10)
+                registry = PluginRegistry()
+                registry.register("providers", provider_factory())
+                host = PluginHost(registry=registry, environ={}, entry_point_source=lambda group: ())
+                return Pilot(rollout, {credential: SECRET}, host=host, broker=client)
+
+            first = asyncio.create_task(pilot().run())
+            while len(wire.model_requests()) <= interrupt_at:
+                assert not first.done(), "the first pilot ended before the interruption"
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await first
+            assert not (rollout / "result.json").exists()
+            made = len(wire.model_requests())
+            code = await pilot().run()
+            result = json.loads((rollout / "result.json").read_text())
+            assert result["exit_code"] == code
+            return PilotRun(result=result, rollout=rollout, broker=broker), made
+
+    with stamina.set_testing(True, attempts=5):
+        return asyncio.run(scenario())

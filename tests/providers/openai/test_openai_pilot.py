@@ -19,6 +19,7 @@ from tests.providers.openai.pilot_support import (
     SECRET,
     assert_retry_storm,
     push_retry_storm,
+    run_interrupted_then_resumed,
     run_pilot,
 )
 
@@ -178,3 +179,15 @@ def test_request_too_large_on_the_first_turn_cannot_shrink(tmp_path: Path, wire:
     assert (run.result["status"], run.result["failure_class"]) == ("failed", "model_contract_error")
     assert "cannot shrink" in run.result["failure_detail"]
     assert len(wire.model_requests()) == 1
+
+
+def test_pilot_killed_mid_request_resumes_with_the_same_request(tmp_path: Path, wire: ResponsesWire) -> None:
+    run, made = run_interrupted_then_resumed(tmp_path, OpenaiProvider, spec(wire), CREDENTIAL, wire,
+                                             interrupt_at=7, total=12)
+    assert (run.result["status"], run.result["turns"], run.result["attempts"]) == ("completed", 11, 2)
+    requests = wire.model_requests()
+    assert made == 8 and len(requests) == 12
+    # The interrupted request and the first request of the resumed pilot are the same bytes.
+    assert requests[7].body == requests[8].body
+    assert [i.index for i in run.broker.injected] == list(range(12))
+    assert run.files_containing(SECRET) == []

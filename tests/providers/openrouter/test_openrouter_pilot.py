@@ -20,6 +20,7 @@ from tests.providers.openai.pilot_support import (
     SECRET,
     assert_retry_storm,
     push_retry_storm,
+    run_interrupted_then_resumed,
     run_pilot,
 )
 
@@ -157,3 +158,18 @@ def test_request_too_large_elides_old_screenshots(tmp_path: Path, wire: Response
     kept = sum(len(images(item)) for item in retried.json()["input"])
     assert kept < sum(len(images(item)) for item in failed.json()["input"])
     assert "screenshot omitted" in retried.body.decode()
+
+
+@pytest.mark.parametrize("model", [CLAUDE, OTHER])
+def test_pilot_killed_mid_request_resumes_byte_identically(tmp_path: Path, wire: ResponsesWire, model: str) -> None:
+    run, made = run_interrupted_then_resumed(tmp_path, OpenrouterProvider, spec(wire, model), CREDENTIAL, wire,
+                                             interrupt_at=7, total=12)
+    assert (run.result["status"], run.result["turns"], run.result["attempts"]) == ("completed", 11, 2)
+    requests = wire.model_requests()
+    assert made == 8 and len(requests) == 12
+    # The resumed pilot rehydrated every screenshot from its files and sent the exact bytes again.
+    assert requests[7].body == requests[8].body
+    for before, after in itertools.pairwise(requests[8:]):
+        assert after.body.startswith(input_bytes(before) + b",")
+    assert [i.index for i in run.broker.injected] == list(range(12))
+    assert run.files_containing(SECRET) == []

@@ -328,6 +328,11 @@ class WireServer:
         try:
             loop.run_forever()
         finally:
+            # Handlers still sleeping on a delayed reply are cancelled, not destroyed pending.
+            leftovers = asyncio.all_tasks(loop)
+            for task in leftovers:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
