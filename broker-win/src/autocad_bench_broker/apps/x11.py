@@ -87,7 +87,7 @@ class X11Session:
     def _connection(self) -> Any:
         if self._conn is None:
             try:
-                from Xlib import display as xdisplay  # type: ignore[import-untyped]
+                from Xlib import display as xdisplay
 
                 with xlib_environment(self.display):
                     self._conn = xdisplay.Display(self.display)
