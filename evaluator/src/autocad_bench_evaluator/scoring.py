@@ -34,6 +34,7 @@ Nothing here raises for odd geometry: degenerate items are skipped. A spec whose
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +45,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 from scipy.optimize import linear_sum_assignment
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from autocad_bench.models import StrictModel
@@ -86,7 +89,9 @@ _PRUNE_PRODUCT = 250_000
 _PRUNE_K = 8
 _VOTE_CAP = 400
 _HYPOTHESES = 8
-_MAX_PATTERN_HOLES = 200
+_MAX_PATTERN_HOLES = 60
+_TEXT_COMPARE = 200
+_MAX_SNAP_PAIRS = 400_000
 
 
 # --- report -----------------------------------------------------------------------------
@@ -400,20 +405,17 @@ class _Builder:
         edges = self.chain_edges
         if len(edges) < 2 or len(edges) > 50_000:
             return
-        ends = np.asarray([p for a, b, _ in edges for p in (a, b)], dtype=float)
-        parent = list(range(len(ends)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for i, j in sorted(cKDTree(ends).query_pairs(r=self.tol.geometric)):
-            ri, rj = find(i), find(j)
-            if ri != rj:
-                parent[max(ri, rj)] = min(ri, rj)
-        node = [find(i) for i in range(len(ends))]
+        raw = np.asarray([p for a, b, _ in edges for p in (a, b)], dtype=float)
+        # exact duplicates collapse first, so a star of many lines from one point stays cheap
+        ends, inverse = np.unique(np.round(raw, 9), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        tree = cKDTree(ends)
+        if int(tree.count_neighbors(tree, self.tol.geometric)) > _MAX_SNAP_PAIRS:
+            return  # pathological clustering: no closed profile is recognised
+        pairs = tree.query_pairs(r=self.tol.geometric, output_type="ndarray")
+        graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(ends), len(ends)))
+        _, labels = connected_components(graph, directed=False)
+        node = [int(labels[i]) for i in inverse]
         incident: dict[int, list[int]] = {}
         for k in range(len(edges)):
             a, b = node[2 * k], node[2 * k + 1]
@@ -746,16 +748,27 @@ def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
         return _Component(1.0, False), _Match()
     if gt.n == 0 or ct.n == 0:
         return _Component(0.0, True, gt.n, ct.n), _Match()
-    content = np.zeros((gt.n, ct.n))
+    ci = _prune(gt, ct)
+    gi = np.arange(gt.n)
+    content = np.zeros((gt.n, len(ci)))
     for i, gl in enumerate(gt.labels):
-        for j, cl in enumerate(ct.labels):
-            content[i, j] = 1.0 if gl == cl else 0.5 * difflib.SequenceMatcher(None, gl, cl, autojunk=False).ratio()
+        for b, j in enumerate(ci):
+            content[i, b] = _text_similarity(gl, ct.labels[int(j)])
     pos_tol = np.maximum(tol.geometric, 2.0 * gt.size[:, 0])[:, None]
-    err = _dist(gt.pos, ct.pos) / pos_tol
+    err = _dist(gt.pos, ct.pos[ci]) / pos_tol
     credit = content * (0.5 + 0.5 * _credit(err))
-    gi, ci = np.arange(gt.n), np.arange(ct.n)
     match = _assign(credit, err, _layer_diff(gt, ct, gi, ci))
+    match.pairs = [(r, int(ci[col]), cr) for r, col, cr in match.pairs]
     return _Component(_dice(match.credit, gt.n, ct.n), True, gt.n, ct.n, match.credit), match
+
+
+@functools.lru_cache(maxsize=65536)
+def _text_similarity(gold: str, candidate: str) -> float:
+    """1 for equal normalised texts, else half their difflib similarity ratio."""
+    if gold == candidate:
+        return 1.0
+    matcher = difflib.SequenceMatcher(None, gold[:_TEXT_COMPARE], candidate[:_TEXT_COMPARE], autojunk=False)
+    return 0.5 * matcher.ratio()
 
 
 def _dimensions(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
@@ -876,8 +889,8 @@ def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[st
     spacing_credit = 0.0
     spacing_g = spacing_c = 0
     for lo, hi in classes:
-        g = gh[(gh[:, 2] >= lo) & (gh[:, 2] <= hi)][:_MAX_PATTERN_HOLES]
-        c = ch[(ch[:, 2] >= lo) & (ch[:, 2] <= hi)][:_MAX_PATTERN_HOLES]
+        g = _first_holes(gh[(gh[:, 2] >= lo) & (gh[:, 2] <= hi)])
+        c = _first_holes(ch[(ch[:, 2] >= lo) & (ch[:, 2] <= hi)])
         count_credit += min(len(g), len(c))
         dg, dc = _spacings(g), _spacings(c)
         spacing_g += len(dg)
@@ -898,6 +911,15 @@ def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[st
         parts.append(spacing)
         details["holes.spacing"] = _r(spacing)
     return sum(parts) / len(parts), details
+
+
+def _first_holes(circles: Array) -> Array:
+    """At most ``_MAX_PATTERN_HOLES`` circles, chosen independently of order and position."""
+    if len(circles) <= _MAX_PATTERN_HOLES:
+        return circles
+    rel = circles[:, 0:2] - circles[:, 0:2].min(axis=0)
+    order = np.lexsort((np.round(rel[:, 1], 6), np.round(rel[:, 0], 6)))
+    return circles[order[:_MAX_PATTERN_HOLES]]
 
 
 def _spacings(circles: Array) -> Array:
