@@ -136,3 +136,10 @@ def test_total_wait_is_bounded(tmp_path: Path, wire: ResponsesWire) -> None:
 def test_an_empty_key_is_refused() -> None:
     with pytest.raises(JudgeError, match="API key"):
         VisionJudge(JudgeSettings(), "")
+
+
+def test_reasoning_effort_is_sent_only_when_configured() -> None:
+    plain = VisionJudge(JudgeSettings(), SECRET).build_body(GOLD_PNG, CAND_PNG, None)
+    assert "reasoning" not in plain and plain["max_output_tokens"] == 8192
+    tuned = VisionJudge(JudgeSettings(reasoning_effort="low"), SECRET).build_body(GOLD_PNG, CAND_PNG, None)
+    assert tuned["reasoning"] == {"effort": "low"}

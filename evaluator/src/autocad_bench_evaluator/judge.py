@@ -83,7 +83,10 @@ class JudgeSettings(StrictModel):
     base_url: str | None = None
     instructions: str = DEFAULT_INSTRUCTIONS
     timeout_s: float = Field(default=120.0, gt=0)
-    max_output_tokens: int = Field(default=2048, ge=64)
+    max_output_tokens: int = Field(default=8192, ge=64)
+    """Generous, so that a reasoning model does not run out before it calls the tool."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """Sent as ``reasoning={"effort": ...}`` only when set (non-reasoning models reject it)."""
     image_detail: Literal["auto", "low", "high"] = "high"
     policy: RetryPolicy = Field(default_factory=RetryPolicy)
     max_total_wait_s: float = Field(default=1800.0, gt=0)
@@ -214,7 +217,7 @@ class VisionJudge:
         text = "Image 1: gold drawing. Image 2: candidate drawing."
         if task_prompt:
             text = f"The drawing task was:\n{task_prompt.strip()}\n\n{text}"
-        return {
+        body: dict[str, Any] = {
             "model": s.model,
             "instructions": s.instructions,
             "input": [
@@ -241,6 +244,9 @@ class VisionJudge:
             "max_output_tokens": s.max_output_tokens,
             "store": False,
         }
+        if s.reasoning_effort is not None:
+            body["reasoning"] = {"effort": s.reasoning_effort}
+        return body
 
     def _client(self) -> Any:
         import openai

@@ -67,7 +67,7 @@ class ReadLimits(StrictModel):
     limit is deterministic; ``max_seconds`` is a safety net against pathological files.
     """
 
-    max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
     max_entities: int = Field(default=200_000, ge=1)
     max_seconds: float = Field(default=30.0, gt=0)
     max_curve_points: int = Field(default=512, ge=8)
