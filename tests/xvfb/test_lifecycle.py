@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV
-from autocad_bench_xvfb.lifecycle import EXIT_EVALUATION_UNAVAILABLE, EXIT_LAUNCH_FAILED, run_lifecycle
+from autocad_bench_xvfb.lifecycle import EXIT_LAUNCH_FAILED, run_lifecycle
 from autocad_bench_xvfb.plugin import LocalXvfbPlugin
 from autocad_bench_xvfb.registry import WorkerRegistry
 from autocad_bench_xvfb.settings import LocalXvfbSettings
@@ -99,13 +99,16 @@ def test_a_broker_that_ignores_sigterm_is_killed_and_its_strays_too(tmp_path: Pa
     _assert_nothing_left(tmp_path, state_dir)
 
 
-def test_evaluation_fails_clearly_before_any_desktop_starts(tmp_path: Path, state_dir: Path) -> None:
+def test_a_failing_evaluation_makes_the_sandbox_exit_nonzero(tmp_path: Path, state_dir: Path) -> None:
     request = launch_request(tmp_path, spec(state_dir), evaluation=True)
     child = RecordingChild()
-    assert LocalXvfbPlugin(broker_command=fake_broker("ok")).run_shared(request, child) == EXIT_EVALUATION_UNAVAILABLE
-    assert child.environ is None
-    assert "evaluation requested but no evaluator is installed" in request.log_path.read_text()
-    assert not state_dir.exists()
+    code = LocalXvfbPlugin(broker_command=fake_broker("ok")).run_shared(request, child)
+    assert child.environ is not None, "the child runs; evaluation comes after it"
+    assert code == 1
+    status = json.loads((request.output_dir / "evaluation" / "status.json").read_text())
+    assert status["state"] == "failed"
+    assert "gold_cache" in status["error"]
+    _assert_nothing_left(tmp_path, state_dir)
 
 
 def test_an_interrupted_child_still_gets_its_desktop_torn_down(tmp_path: Path, state_dir: Path) -> None:

@@ -1,22 +1,23 @@
 """The trusted evaluation step of the lifecycle (after the child, outside the model's reach).
 
-No evaluator is installed yet. A batch that asks for evaluation therefore fails before its
-desktop starts, with a message that says so, instead of producing unevaluated results that
-look complete. :func:`resolve_evaluator` is the single place a future evaluator plugs in:
-return a callable that scores ``<rollout>/attempt.dxf`` into ``<rollout>/evaluation/``
-and returns an exit code (0 when evaluation succeeded).
+The evaluator runs on this machine against the rollout directory, after the desktop is torn
+down: unlike a licensed Windows host there is nothing to keep the desktop alive for, and
+the drawing has already been fetched into ``<rollout>/attempt.dxf``. The vision judge's key
+comes from the lifecycle's environment, never from the child's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+import importlib.util
+import os
+from collections.abc import Callable, Mapping
 
-from autocad_bench.infrastructure import EvaluationArguments
+from autocad_bench.evaluation import EVALUATOR_HINT, evaluate_rollout
+from autocad_bench.infrastructure import RolloutLaunchRequest
 from autocad_bench_xvfb.logs import LifecycleLog
 
-Evaluator = Callable[[EvaluationArguments, Path, LifecycleLog], int]
-"""``evaluator(arguments, rollout_dir, log) -> exit code``; runs after the desktop is torn down."""
+Evaluator = Callable[[LifecycleLog], int]
+"""``evaluator(log) -> exit code`` (0 when evaluation worked); runs after teardown."""
 
 
 class EvaluationUnavailable(Exception):
@@ -26,14 +27,22 @@ class EvaluationUnavailable(Exception):
 NO_EVALUATOR = "evaluation requested but no evaluator is installed"
 
 
-def resolve_evaluator(arguments: EvaluationArguments) -> Evaluator | None:
-    """The evaluator for ``arguments``; None when evaluation is disabled.
+def resolve_evaluator(request: RolloutLaunchRequest, environ: Mapping[str, str] | None = None) -> Evaluator | None:
+    """The evaluation step for ``request``; None when evaluation is disabled.
 
-    Raises :class:`EvaluationUnavailable` when it is enabled, since none exists yet.
+    Raises :class:`EvaluationUnavailable` before any desktop starts when evaluation is
+    enabled but the evaluator distribution is not installed.
     """
-    if not arguments.enabled:
+    if not request.evaluation.enabled:
         return None
-    raise EvaluationUnavailable(
-        f"{NO_EVALUATOR} (task {arguments.task_id}); set \"evaluation\": {{\"enabled\": false}} "
-        "for a deliberately unevaluated run"
-    )
+    if importlib.util.find_spec("autocad_bench_evaluator") is None:
+        raise EvaluationUnavailable(f"{NO_EVALUATOR} ({EVALUATOR_HINT}); set \"evaluation\": "
+                                    "{\"enabled\": false} for a deliberately unevaluated run")
+    env = dict(os.environ if environ is None else environ)
+
+    def run(log: LifecycleLog) -> int:
+        code = evaluate_rollout(request, env)
+        log.line(f"rollout {request.rollout_id}: evaluation exited with code {code}")
+        return code
+
+    return run

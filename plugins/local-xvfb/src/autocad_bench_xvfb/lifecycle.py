@@ -103,7 +103,7 @@ def run_lifecycle(
     """Run one rollout end to end (see the module docstring); return its exit code."""
     log = LifecycleLog(request.log_path)
     try:
-        evaluator = resolve_evaluator(request.evaluation)
+        evaluator = resolve_evaluator(request, environ)
     except EvaluationUnavailable as error:
         log.line(f"rollout {request.rollout_id} not started: {error}")
         return EXIT_EVALUATION_UNAVAILABLE
@@ -124,7 +124,7 @@ def run_lifecycle(
     if not report.ok and code == 0:
         code = EXIT_CLEANUP_FAILED
     if evaluator is not None:
-        evaluation_code = evaluator(request.evaluation, request.output_dir, log)
+        evaluation_code = evaluator(log)
         if code == 0 and evaluation_code != 0:
             code = evaluation_code
     return code
