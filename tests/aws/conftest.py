@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 
 from autocad_bench.infrastructure import EvaluationArguments, InfrastructureSpec, RolloutLaunchRequest
-from tests.aws.fakeaws import FakeAws
+from tests.aws.fakeaws import FakeAws, HostBehaviour
 
 # The default AMI catalogue costs seconds per test; the operator's image is registered instead.
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
@@ -93,22 +93,51 @@ def provision(fake: FakeAws, region: str = "us-east-1") -> tuple[str, list[str],
     return image, subnets, group
 
 
-@pytest.fixture
-def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsEnv]:
-    plugin_dir = tmp_path / "bin"
+@dataclass
+class _Shared:
+    fake: FakeAws
+    image: str
+    subnets: list[str]
+    group: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="package")
+def _aws_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Shared]:
+    """One moto and one loopback endpoint for the whole package (moto's first EC2 use costs seconds)."""
+    root = tmp_path_factory.mktemp("aws")
+    plugin_dir = root / "bin"
     install_fake_plugin(plugin_dir)
-    with mock_aws():
+    with pytest.MonkeyPatch.context() as patch, mock_aws():
         fake = FakeAws().start()
         env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
                "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": fake.url, "AWS_EC2_METADATA_DISABLED": "true",
-               "AUTOCAD_BENCH_AWS_TIME_SCALE": TIME_SCALE, "AUTOCAD_BENCH_STATE_DIR": str(tmp_path / "state"),
+               "AUTOCAD_BENCH_AWS_TIME_SCALE": TIME_SCALE,
                "PATH": f"{plugin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
         for key, value in env.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.delenv("AWS_PROFILE", raising=False)
+            patch.setenv(key, value)
+        patch.delenv("AWS_PROFILE", raising=False)
         try:
             image, subnets, group = provision(fake)
-            fake.reset_counts()
-            yield AwsEnv(fake=fake, tmp=tmp_path, image_id=image, subnet_ids=subnets, security_group_id=group)
+            yield _Shared(fake, image, subnets, group, env)
         finally:
             fake.stop()
+
+
+@pytest.fixture
+def aws(_aws_package: _Shared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsEnv]:
+    shared = _aws_package
+    for key, value in shared.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AUTOCAD_BENCH_STATE_DIR", str(tmp_path / "state"))
+    fake = shared.fake
+    fake.faults.clear()
+    fake.behaviour = lambda n: HostBehaviour()
+    fake.export_metadata = None
+    fake.launches = 0
+    fake.quotas.update({"L-1216C47A": 512.0, "L-DB2E81BA": 512.0})
+    fake.reset_counts()
+    yield AwsEnv(fake=fake, tmp=tmp_path, image_id=shared.image, subnet_ids=shared.subnets,
+                 security_group_id=shared.group)
+    fake.faults.clear()

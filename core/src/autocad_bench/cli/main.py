@@ -9,6 +9,7 @@ import click
 
 from autocad_bench import __version__
 from autocad_bench.cli.batch import batch_command
+from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
 from autocad_bench.plugins import PluginHost
 from autocad_bench.plugins.kinds import KINDS
@@ -22,6 +23,7 @@ def cli() -> None:
 
 cli.add_command(batch_command)
 cli.add_command(resume_command)
+cli.add_command(reap_command)
 
 
 @cli.command()

@@ -39,6 +39,10 @@ class ResumePlanEntry(StrictModel):
     worker_id: str | None = None
     worker_state: str | None = None
     reconnectable: bool | None = None
+    # Compatibility aliases kept for AWS controller tooling (set only for the aws backend).
+    instance_id: str | None = None
+    instance_state: str | None = None
+    instance_termination_requested: bool | None = None
 
 
 class ResumePlan(StrictModel):
@@ -105,7 +109,8 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
             **base, action="resume" if status.reconnectable else "lost",
             reason="continue from resume-checkpoint.json" if status.reconnectable
             else f"worker {worker_id} cannot be reconnected: {status.detail or status.state}",
-            worker_id=worker_id, worker_state=status.state, reconnectable=status.reconnectable))
+            worker_id=worker_id, worker_state=status.state, reconnectable=status.reconnectable,
+            **_aws_aliases(rollout.infrastructure_backend, worker_id, status.state)))
     return ResumePlan(batch_dir=str(batch_dir), batch_id=state.batch_id,
                       infrastructure_backend=state.infrastructure_backend, entries=entries)
 
@@ -133,6 +138,12 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
     write_summary(batch_dir, summary)
     print_summary(summary)
     return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
+
+
+def _aws_aliases(backend: str, worker_id: str, state: str) -> dict[str, object]:
+    if backend != "aws":
+        return {}
+    return {"instance_id": worker_id, "instance_state": state, "instance_termination_requested": state == "terminated"}
 
 
 def _result(paths: RolloutPaths) -> RolloutResult | None:
