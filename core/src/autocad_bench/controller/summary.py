@@ -86,7 +86,11 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """A per-model table: rollouts, pass rate, mean score, tokens, costs, wall time."""
-    console = console or Console(stderr=True)
+    if console is None:
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            # Logs and CI captures are not 80 columns wide: never truncate model names there.
+            console = Console(stderr=True, width=200)
     table = Table(title=f"batch {summary['batch_id']}")
     for column in ("provider/model", "rollouts", "done", "pass rate", "mean score", "tokens",
                    "token $", "infra $", "wall s"):
