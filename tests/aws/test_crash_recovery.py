@@ -1,0 +1,75 @@
+"""The controller SIGKILLed mid-batch: its instances outlive it; reap or resume cleans up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.aws.batches import aws_config, batch_command, result, write_config
+from tests.aws.conftest import AwsEnv
+
+
+def start_and_kill(aws: AwsEnv, name: str) -> tuple[Path, str]:
+    """Start a slow two-rollout batch, SIGKILL the controller once both models are running."""
+    config = write_config(aws, aws_config(aws, rollouts=2, latency_s=1.0), name)
+    out = aws.tmp / f"{name}-out"
+    process = subprocess.Popen(batch_command(config, out), env=dict(os.environ), start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline:
+            checkpoints = [out / "rollouts" / r / "resume-checkpoint.json" for r in ("r0", "r1")]
+            if all(p.exists() and json.loads(p.read_text()).get("frame") for p in checkpoints):
+                break
+            assert process.poll() is None, "the batch ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the rollouts never reached the model")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    batch_id = json.loads((out / "batch-state.json").read_text())["batch_id"]
+    return out, batch_id
+
+
+def test_sigkill_then_reap_leaves_nothing(aws: AwsEnv) -> None:
+    out, batch_id = start_and_kill(aws, "killed")
+    assert len(aws.live(batch_id)) == 2, "the killed controller's instances should still run"
+    reap = subprocess.run(["autocad-bench", "reap", "--output-dir", str(out)], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=120)
+    assert reap.returncode == 0, reap.stdout + reap.stderr
+    report = json.loads(reap.stdout)
+    assert report["batch_id"] == batch_id and len(report["cleaned"]) == 2 and report["errors"] == []
+    assert aws.live(batch_id) == []
+    again = subprocess.run(["autocad-bench", "reap", "--output-dir", str(out)], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=120)
+    assert again.returncode == 0 and json.loads(again.stdout)["cleaned"] == []
+
+
+def test_sigkill_then_resume_reconnects_to_the_same_workers(aws: AwsEnv) -> None:
+    out, batch_id = start_and_kill(aws, "resumed")
+    before = sorted(aws.live(batch_id))
+    plan = subprocess.run(["autocad-bench-resume", str(out)], capture_output=True, text=True, env=dict(os.environ),
+                          timeout=120)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    entries = json.loads(plan.stdout)["entries"]
+    assert {e["action"] for e in entries} == {"resume"}
+    assert sorted(e["instance_id"] for e in entries) == before
+    assert all(e["worker_id"] == e["instance_id"] and e["instance_state"] == "running"
+               and e["instance_termination_requested"] is False for e in entries)
+    done = subprocess.run(["autocad-bench-resume", str(out), "--execute"], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr + "".join(
+        (out / "logs" / f"{r}.log").read_text() for r in ("r0", "r1"))
+    for rollout in ("r0", "r1"):
+        assert result(out, rollout)["status"] == "completed"
+        assert "reconnected to i-" in (out / "logs" / f"{rollout}.log").read_text()
+    hosts = [h for h in aws.fake.hosts.values() if h.config.batch_id == batch_id]
+    assert len(hosts) == 2, "resume must reconnect, not launch"
+    for host in hosts:
+        assert [i.index for i in host.broker.injected] == list(range(19))
+    assert aws.live(batch_id) == []

@@ -1,0 +1,116 @@
+"""The SSM tunnel: a real (fake) session-manager-plugin child that the test kills mid-rollout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from autocad_bench.actions import action_request_id
+from autocad_bench.actions.models import MoveAction
+from autocad_bench.broker.client import BrokerClient
+from autocad_bench.broker.errors import BrokerTransportExhausted
+from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV
+from autocad_bench_aws.bounds import TUNNEL_RESTARTS
+from autocad_bench_aws.plugin import AwsPlugin
+from tests.aws.conftest import AwsEnv
+
+
+def plugin_processes() -> list[int]:
+    """PIDs of live session-manager-plugin processes started by the tunnel."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if b"session-manager-plugin\0AWS_SSM_START_SESSION_RESPONSE" in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+class ActingChild:
+    """Sends ``batches`` one-action batches through the tunnel, each exactly once."""
+
+    def __init__(self, attempt_id: str, batches: int, pause_s: float) -> None:
+        self.attempt_id = attempt_id
+        self.batches = batches
+        self.pause_s = pause_s
+        self.sent = 0
+        self.started = threading.Event()
+
+    async def run(self, environ: Mapping[str, str]) -> int:
+        client = BrokerClient(environ[BROKER_URL_ENV], environ[BROKER_TOKEN_ENV], operation_deadline_s=15,
+                              wait_initial_s=0.05, wait_max_s=0.5, wait_jitter_s=0.05)
+        lease = await client.lease("line-and-circle", self.attempt_id)
+        reset = await client.reset(lease.session_id)
+        index = reset.next_index
+        self.started.set()
+        try:
+            for n in range(self.batches):
+                done = await client.actions(lease.session_id, action_request_id(self.attempt_id, f"t{n}", 0), index,
+                                            [MoveAction(x=10 + n, y=10)])
+                index = done.next_index
+                self.sent += 1
+                await asyncio.sleep(self.pause_s)
+        except BrokerTransportExhausted:
+            return 3
+        await client.release(lease.session_id)
+        return 0
+
+
+def kill_tunnels(child: ActingChild, times: int, every_s: float, stop: threading.Event) -> list[int]:
+    killed: list[int] = []
+    child.started.wait(30)
+    while len(killed) < times and not stop.is_set():
+        time.sleep(every_s)
+        for pid in plugin_processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv) -> None:
+    request = aws.request("tunnel")
+    child = ActingChild(request.attempt_id, batches=40, pause_s=0.05)
+    stop = threading.Event()
+    killed: list[int] = []
+    killer = threading.Thread(target=lambda: killed.extend(kill_tunnels(child, 4, 0.35, stop)))
+    killer.start()
+    code = AwsPlugin().run_shared(request, child)
+    stop.set()
+    killer.join()
+    assert code == 0, request.log_path.read_text()
+    assert len(killed) == 4
+    host = next(h for h in aws.fake.hosts.values() if h.config.rollout_id == "tunnel")
+    assert [i.index for i in host.broker.injected] == list(range(40))
+    text = request.log_path.read_text()
+    assert "restart 4 of 8" in text and "restart 5 of 8" not in text
+    assert aws.live(request.batch_id) == []
+    assert plugin_processes() == []
+
+
+def test_a_tunnel_that_keeps_dying_exhausts_its_restarts_and_the_rollout_fails(aws: AwsEnv) -> None:
+    request = aws.request("doomed")
+    child = ActingChild(request.attempt_id, batches=100000, pause_s=0.02)
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_tunnels, args=(child, 1000, 0.05, stop))
+    killer.start()
+    code = AwsPlugin().run_shared(request, child)
+    stop.set()
+    killer.join()
+    assert code == 3
+    text = request.log_path.read_text()
+    assert f"its {TUNNEL_RESTARTS} restarts are used up" in text
+    assert aws.live(request.batch_id) == []
+    assert plugin_processes() == []
