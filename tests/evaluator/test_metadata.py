@@ -28,6 +28,8 @@ from autocad_bench_evaluator.metadata import (
 from ezdxf.acis.dxf import export_dxf
 from ezdxf.acis.mesh import body_from_mesh
 from ezdxf.render.forms import cube
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.evaluator.support import write_dxf
 
@@ -256,3 +258,30 @@ def test_quirky_but_readable_dxf_is_recovered(tmp_path: Path) -> None:
     path.write_bytes(quirky)
     result = read_drawing(path)
     assert isinstance(result, DrawingMetadata) and len(result.model.entities) >= 6
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.sampled_from(["byte", "delete", "digit", "huge"])), min_size=1, max_size=6)
+)
+def test_mutated_dxf_never_crashes_and_valid_results_serialize(tmp_path: Path, edits: list[tuple[float, str]]) -> None:
+    base = tmp_path / "base.dxf"
+    if not base.exists():
+        write_dxf(base)
+    data = bytearray(base.read_bytes())
+    for where, op in edits:
+        pos = int(where * (len(data) - 1))
+        if op == "byte":
+            data[pos] = (data[pos] + 97) % 256
+        elif op == "delete":
+            del data[pos : pos + 64]
+        elif op == "digit":
+            data[pos : pos + 1] = b"7"
+        else:
+            data[pos:pos] = b"1e999"
+    path = tmp_path / "mutated.dxf"
+    path.write_bytes(bytes(data))
+    result = read_drawing(path)
+    assert isinstance(result, (DrawingMetadata, InvalidDrawing))
+    result.to_json_bytes()
+    assert read_drawing(path) == result

@@ -23,12 +23,15 @@ Coordinates are world coordinates (WCS) projected on the XY plane, in drawing un
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import math
 import os
 import re
 import shlex
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -89,9 +92,17 @@ class _Invalid(Exception):
 # --- models -----------------------------------------------------------------------------
 
 
+MAX_COORDINATE = 1e20
+"""Larger magnitudes (and inf/nan) make a drawing invalid: no real drawing has them, and
+bounding them keeps every derived product finite."""
+
+
 def _round(value: float) -> float:
     # 9 decimals keep sub-nanometre detail while making JSON output stable across platforms
-    rounded = round(float(value), 9)
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > MAX_COORDINATE:
+        raise _Invalid(f"drawing holds a non-finite or out-of-range number ({number!r})")
+    rounded = round(number, 9)
     return 0.0 if rounded == 0.0 else rounded
 
 
@@ -669,26 +680,52 @@ def _read_dxf(
     except _Invalid as error:
         return InvalidDrawing(reason=str(error), size=size, sha256=sha)
     deadline = _Deadline(limits)
-    errors = (DXFError, OSError, UnicodeError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+    errors = (
+        DXFError,
+        OSError,
+        UnicodeError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        ArithmeticError,
+        struct.error,
+    )
     try:
-        try:
-            doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
-        except errors as strict_error:
-            # AutoCAD and LibreCAD write files that a strict reader rejects (odd-length
-            # thumbnail data, stray ENDSEC): ezdxf's recover mode reads what they read.
+        with _quiet_ezdxf():
             try:
-                doc = _recover(data)
-            except errors:
-                raise strict_error from None
-        deadline.check()
-        return _extract(doc, schema_version, limits, deadline, source_format or kind, sha, size)
+                doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
+            except errors as strict_error:
+                # AutoCAD and LibreCAD write files that a strict reader rejects (odd-length
+                # thumbnail data, stray ENDSEC): ezdxf's recover mode reads what they read.
+                try:
+                    doc = _recover(data)
+                except errors:
+                    raise strict_error from None
+            deadline.check()
+            return _extract(doc, schema_version, limits, deadline, source_format or kind, sha, size)
     except _Invalid as error:
         return InvalidDrawing(reason=str(error), size=size, sha256=sha)
     except errors as error:
-        message = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        text = str(error).strip()
+        message = text.splitlines()[0][:200] if text else type(error).__name__
         return InvalidDrawing(reason=f"not a readable DXF: {message}", size=size, sha256=sha)
     except RecursionError:
         return InvalidDrawing(reason="not a readable DXF: nesting too deep", size=size, sha256=sha)
+
+
+@contextlib.contextmanager
+def _quiet_ezdxf() -> Iterator[None]:
+    """ezdxf logs every repaired value; a candidate drawing's defects belong in the result,
+    not on the evaluator's stderr."""
+    logger = logging.getLogger("ezdxf")
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def _recover(data: bytes) -> Any:
