@@ -285,3 +285,14 @@ def test_mutated_dxf_never_crashes_and_valid_results_serialize(tmp_path: Path, e
     assert isinstance(result, (DrawingMetadata, InvalidDrawing))
     result.to_json_bytes()
     assert read_drawing(path) == result
+
+
+def test_adapter_metadata_with_non_finite_numbers_is_refused(tmp_path: Path) -> None:
+    dwg = tmp_path / "attempt.dwg"
+    dwg.write_bytes(DWG_BYTES)
+    _export(tmp_path, dwg)
+    export = adapter_metadata_path(dwg)
+    export.write_text(export.read_text().replace('"radius": 4.0', '"radius": Infinity', 1))
+    assert "Infinity" in export.read_text()
+    with pytest.raises(CannotReadDrawing, match="non-finite"):
+        read_drawing(dwg)

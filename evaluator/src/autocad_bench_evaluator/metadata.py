@@ -476,6 +476,12 @@ class AdapterMetadataReader:
             return InvalidDrawing(reason=f"AutoCAD could not open the DWG: {export.reason}", sha256=sha256)
         metadata = export.metadata
         assert metadata is not None  # guaranteed by the validator
+        try:
+            metadata.to_json_bytes()
+        except ValueError:
+            raise CannotReadDrawing(
+                f"cannot read DWG here: adapter metadata {export_path} holds non-finite numbers"
+            ) from None
         if metadata.schema_version < schema_version:
             raise CannotReadDrawing(
                 f"cannot read DWG here: adapter metadata is schema v{metadata.schema_version}, "
