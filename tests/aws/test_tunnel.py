@@ -31,7 +31,8 @@ def plugin_processes() -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if b"session-manager-plugin\0AWS_SSM_START_SESSION_RESPONSE" in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z":
+        zombie = stat.rsplit(")", 1)[1].split()[0] == "Z"
+        if b"session-manager-plugin\0AWS_SSM_START_SESSION_RESPONSE" in cmdline and not zombie:
             found.append(int(entry.name))
     return found
 

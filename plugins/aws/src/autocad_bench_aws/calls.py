@@ -152,7 +152,6 @@ class AwsSession:
         self.counter = counter or CallCounter.new()
         self._clients: dict[str, Any] = dict(clients or {})
         self._lock = threading.Lock()
-        self._session: Any = None
 
     def client(self, service: str) -> Any:
         with self._lock:
@@ -161,14 +160,15 @@ class AwsSession:
             return self._clients[service]
 
     def _make(self, service: str) -> Any:
-        import boto3
         from botocore.config import Config
 
-        if self._session is None:
-            self._session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
-        client = self._session.client(service, config=Config(
-            retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60,
-            max_pool_connections=50))
+        with _BOTO_LOCK:
+            # One boto3 session per profile and region in the process: clients share its loader
+            # cache (service models load once) and its credential resolution.
+            boto = _boto_session(self.profile, self.region)
+            client = boto.client(service, config=Config(
+                retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60,
+                max_pool_connections=50))
         client.meta.events.register("before-call", self._count)
         return client
 
@@ -188,6 +188,19 @@ class AwsSession:
     @property
     def s3(self) -> Any:
         return self.client("s3")
+
+
+_BOTO_LOCK = threading.Lock()
+_BOTO_SESSIONS: dict[tuple[str | None, str], Any] = {}
+
+
+def _boto_session(profile: str | None, region: str) -> Any:
+    import boto3
+
+    key = (profile, region)
+    if key not in _BOTO_SESSIONS:
+        _BOTO_SESSIONS[key] = boto3.session.Session(profile_name=profile, region_name=region)
+    return _BOTO_SESSIONS[key]
 
 
 def chunks(items: Iterable[T], size: int) -> list[list[T]]:

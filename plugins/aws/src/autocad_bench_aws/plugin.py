@@ -13,6 +13,7 @@ import asyncio
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -72,10 +73,19 @@ class AwsPlugin(InfrastructureRecoveryPlugin):
     backend_fields = AWS_FIELDS
 
     def __init__(self, session_factory: SessionFactory | None = None) -> None:
-        self._factory = session_factory or (lambda s: AwsSession(s.aws_region, s.aws_profile))
+        self._factory = session_factory
+        self._sessions: dict[tuple[str, str | None], AwsSession] = {}
+        self._lock = threading.Lock()
 
     def session(self, settings: AwsSettings) -> AwsSession:
-        return self._factory(settings)
+        """The (cached) session of a region and profile; clients are built once and shared."""
+        if self._factory is not None:
+            return self._factory(settings)
+        key = (settings.aws_region, settings.aws_profile)
+        with self._lock:
+            if key not in self._sessions:
+                self._sessions[key] = AwsSession(settings.aws_region, settings.aws_profile)
+            return self._sessions[key]
 
     # --- lifecycle -----------------------------------------------------------------------------
 
