@@ -11,6 +11,7 @@ from autocad_bench import __version__
 from autocad_bench.cli.batch import batch_command
 from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
+from autocad_bench.dashboard.cli import dashboard_command, report_command
 from autocad_bench.plugins import PluginHost
 from autocad_bench.plugins.kinds import KINDS
 
@@ -23,6 +24,8 @@ def cli() -> None:
 
 cli.add_command(batch_command)
 cli.add_command(resume_command)
+cli.add_command(dashboard_command)
+cli.add_command(report_command)
 cli.add_command(reap_command)
 
 

@@ -41,6 +41,7 @@ from autocad_bench.infrastructure.models import (
     TracePublisherRequest,
 )
 from autocad_bench.plugins import PluginHandle, PluginHost
+from autocad_bench.progress import BatchProgress
 from autocad_bench.storage import atomic_write_json
 from autocad_bench.tasks import load_task
 
@@ -342,7 +343,8 @@ def run_batch(loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig,
               *, host: PluginHost, environ: Mapping[str, str]) -> int:
     """Execute an admitted batch into ``output_dir`` (which must not exist yet)."""
     runner = BatchRunner(loaded, admission, budgets, output_dir, host=host, environ=environ)
-    code = runner.run()
+    with BatchProgress(output_dir, host=host, environ=environ):
+        code = runner.run()
     summary = build_summary(output_dir, runner.store.state)
     write_summary(output_dir, summary)
     print_summary(summary)

@@ -1,0 +1,1 @@
+"""The read-only dashboard and the static batch report (see docs/dashboard.md)."""

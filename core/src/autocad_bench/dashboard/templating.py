@@ -1,0 +1,95 @@
+"""The Jinja2 environment shared by the dashboard server and the static report."""
+
+from __future__ import annotations
+
+import functools
+import math
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup
+
+from autocad_bench.dashboard.overlay import describe
+
+DASH = "\u2013"
+
+
+def static_text(name: str) -> str:
+    """A file shipped in ``autocad_bench/dashboard/static`` (CSS and the small script)."""
+    return resources.files("autocad_bench.dashboard").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def usd(value: Any, digits: int = 4) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return DASH
+    return f"${value:,.{digits}f}"
+
+
+def score(value: Any) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return DASH
+    return f"{value:.3f}"
+
+
+def pct(value: Any) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return DASH
+    return f"{value:.0%}"
+
+
+def duration(value: Any) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        return DASH
+    seconds = int(value)
+    if seconds < 60:
+        return f"{value:.1f}s" if value < 10 else f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def when(value: Any) -> str:
+    if not isinstance(value, datetime):
+        return DASH
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def ago(value: Any) -> str:
+    if not isinstance(value, datetime):
+        return DASH
+    return duration((datetime.now(UTC) - value).total_seconds()) + " ago"
+
+
+def yesno(value: Any) -> str:
+    return DASH if value is None else ("pass" if value else "fail")
+
+
+def url(path: str, **params: Any) -> str:
+    """``path?query`` with the parameters that are not None (values are URL-encoded)."""
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    return f"{path}?{query}" if query else path
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("autocad_bench.dashboard", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(usd=usd, score=score, pct=pct, duration=duration, when=when, ago=ago, yesno=yesno,
+                       describe=describe)
+    env.globals.update(url=url, css=Markup(static_text("dashboard.css")),
+                       states=("queued", "starting", "running", "evaluating", "done", "failed"))
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)

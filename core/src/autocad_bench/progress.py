@@ -1,0 +1,256 @@
+"""Live progress of ``autocad-bench-batch --execute`` on the terminal.
+
+:class:`BatchProgress` is an observer the controller drives: :func:`run_batch` wraps
+``runner.run()`` in it, it receives ``rollout_state_changed`` from the controller's plugin
+host, and a small thread reads ``batch-state.json`` and each active rollout's
+``run-state.json`` (turns, actions, cost, elapsed) and evaluation score.
+
+On a terminal it is a rich live display: the per-state counts and one line per rollout.
+When stdout is not a TTY, or ``CI`` is set, it degrades to plain log lines on stderr: one
+per state change (with the counts) and, every ``heartbeat_s``, one per active rollout.
+``AUTOCAD_BENCH_PROGRESS=live|plain|off`` overrides the choice. The final summary table and
+summary.json/summary.csv stay the controller's (:mod:`autocad_bench.controller.summary`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from autocad_bench.dashboard.reader import ACTIVE_STATES, STATES, BatchInfo, RolloutRow, RunsRoot
+from autocad_bench.events import BatchEvent, RolloutStateEvent
+from autocad_bench.observers import Observer
+
+Mode = Literal["auto", "live", "plain", "off"]
+MODE_ENV = "AUTOCAD_BENCH_PROGRESS"
+RANK = {"queued": 0, "starting": 1, "running": 2, "evaluating": 3, "done": 4, "failed": 4}
+STATE_STYLES = {"queued": "dim", "starting": "yellow", "running": "blue", "evaluating": "magenta",
+                "done": "green", "failed": "red"}
+
+
+def choose_mode(environ: Mapping[str, str], *, stdout_isatty: bool, console: Console) -> Literal["live", "plain",
+                                                                                                 "off"]:
+    """live on an interactive terminal, plain when stdout is not a TTY or CI is set."""
+    forced = environ.get(MODE_ENV, "").strip().lower()
+    if forced in ("live", "plain", "off"):
+        return forced  # type: ignore[return-value]
+    if environ.get("CI") or not stdout_isatty or not console.is_terminal:
+        return "plain"
+    return "live"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    whole = int(value)
+    return f"{value:.1f}s" if whole < 60 else f"{whole // 60}m{whole % 60:02d}s"
+
+
+def _score(row: RolloutRow) -> str:
+    if row.score is None:
+        return "-"
+    return f"{row.score:.3f}" + ("" if row.passed is None else (" pass" if row.passed else " fail"))
+
+
+def counts_text(counts: Mapping[str, Any]) -> str:
+    return " ".join(f"{state} {counts.get(state, 0)}" for state in STATES)
+
+
+class BatchProgress(Observer):
+    """Terminal progress of one batch (see module docstring); use as a context manager."""
+
+    name = "cli-progress"
+
+    def __init__(self, output_dir: Path, *, host: Any = None, console: Console | None = None, mode: Mode = "auto",
+                 environ: Mapping[str, str] | None = None, stdout_isatty: bool | None = None,
+                 interval_s: float = 0.5, heartbeat_s: float = 30.0, max_lines: int = 20) -> None:
+        self.output_dir = Path(output_dir)
+        self.console = console or Console(stderr=True)
+        environ = os.environ if environ is None else environ
+        isatty = sys.stdout.isatty() if stdout_isatty is None else stdout_isatty
+        self.mode = choose_mode(environ, stdout_isatty=isatty, console=self.console) if mode == "auto" else mode
+        self.interval_s = interval_s
+        self.heartbeat_s = heartbeat_s
+        self.max_lines = max_lines
+        self._host = host
+        self._manager: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._live: Live | None = None
+        self._reported: dict[str, str] = {}
+        self._started = time.monotonic()
+        self._root: RunsRoot | None = None
+        self._last_heartbeat = time.monotonic()
+
+    # --- observer hooks (called by the controller on its threads) ---------------------------
+
+    def batch_started(self, event: BatchEvent) -> None:
+        if self.mode == "plain":
+            self._print(f"batch {event.batch_id}: {event.rollouts} rollout(s) on {event.infrastructure_backend}")
+
+    def rollout_state_changed(self, event: RolloutStateEvent) -> None:
+        self._transition(event.rollout_id, event.previous, event.state)
+        if self._live is not None:
+            self._live.refresh()
+
+    def batch_finished(self, event: BatchEvent) -> None:
+        self.poll()
+        if self.mode == "plain":
+            counts = event.summary.get("counts")
+            self._print(f"batch {event.batch_id} finished: "
+                        f"{counts_text(counts if isinstance(counts, dict) else {})}")
+
+    # --- reading the output tree ------------------------------------------------------------
+
+    def snapshot(self) -> BatchInfo | None:
+        """The batch as the dashboard reads it (None until batch-state.json exists)."""
+        if not (self.output_dir / "batch-state.json").is_file():
+            return None
+        if self._root is None:
+            self._root = RunsRoot(self.output_dir)
+        info = self._root.read_batch(self._root.root, rows=True)
+        return None if info.error else info
+
+    def poll(self) -> BatchInfo | None:
+        """Read the batch once; report state changes no observer event has reported."""
+        info = self.snapshot()
+        if info is None:
+            return None
+        for row in info.rollouts:
+            before = self._reported.get(row.rollout_id, "queued")
+            if row.state != before:
+                self._transition(row.rollout_id, before, row.state, info)
+        return info
+
+    def _transition(self, rollout_id: str, previous: str | None, state: str, info: BatchInfo | None = None) -> None:
+        with self._lock:
+            known = self._reported.get(rollout_id)
+            # A poll can see a newer state than an event still being delivered: never go back.
+            if known == state or (known is not None and RANK.get(state, 0) < RANK.get(known, 0)):
+                return
+            before = known or previous or "queued"
+            self._reported[rollout_id] = state
+        if self.mode != "plain":
+            return
+        info = info or self.snapshot()
+        row = next((r for r in info.rollouts if r.rollout_id == rollout_id), None) if info else None
+        detail = ""
+        if row is not None and state in ("done", "failed", "evaluating"):
+            detail = (f" turns={row.turns if row.turns is not None else '-'} "
+                      f"actions={row.actions if row.actions is not None else '-'} cost={_money(row.cost_usd)}"
+                      f" score={_score(row)}")
+            if row.failure_class:
+                detail += f" failure={row.failure_class}"
+        counts = f" [{counts_text(info.counts)}]" if info else ""
+        self._print(f"{rollout_id}: {before} -> {state}{detail}{counts}")
+
+    def _print(self, message: str) -> None:
+        stamp = datetime.now(UTC).strftime("%H:%M:%S")
+        with self._lock:
+            self.console.print(f"{stamp} {message}", markup=False, highlight=False, soft_wrap=True)
+
+    def _heartbeat(self, info: BatchInfo) -> None:
+        for row in info.rollouts:
+            if row.state in ACTIVE_STATES:
+                self._print(f"{row.rollout_id} {row.state} turns={row.turns if row.turns is not None else '-'} "
+                            f"actions={row.actions if row.actions is not None else '-'} "
+                            f"elapsed={_seconds(row.elapsed_s)} cost={_money(row.cost_usd)}")
+
+    # --- live display -----------------------------------------------------------------------
+
+    def render(self) -> Group:
+        """The live display: a counts line and a table of active, then recent, rollouts."""
+        info = self.snapshot()
+        elapsed = _seconds(time.monotonic() - self._started)
+        if info is None:
+            return Group(Text(f"preparing batch ... {elapsed}"))
+        header = Text(f"batch {info.batch_id}  {elapsed}  ")
+        for state in STATES:
+            header.append(f"{state} {info.counts.get(state, 0)}  ", style=STATE_STYLES[state])
+        table = Table(box=None, pad_edge=False, expand=False)
+        for column in ("rollout", "model", "state", "turns", "actions", "elapsed", "cost", "score"):
+            table.add_column(column, justify="right" if column in ("turns", "actions", "elapsed", "cost") else "left")
+        order = {s: i for i, s in enumerate(("running", "evaluating", "starting", "failed", "done", "queued"))}
+        rows = sorted(info.rollouts, key=lambda r: order.get(r.state, 9))
+        shown = rows[: self.max_lines]
+        for row in shown:
+            table.add_row(row.rollout_id, row.model_label, Text(row.state, style=STATE_STYLES.get(row.state, "")),
+                          "-" if row.turns is None else str(row.turns),
+                          "-" if row.actions is None else str(row.actions),
+                          _seconds(row.elapsed_s), _money(row.cost_usd), _score(row))
+        parts: list[Any] = [header, table]
+        if len(rows) > len(shown):
+            parts.append(Text(f"... {len(rows) - len(shown)} more", style="dim"))
+        return Group(*parts)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def _attach(self) -> None:
+        # PluginHost builds its observer list at construction; the progress display joins
+        # the same pluggy manager for the duration of the batch and leaves it afterwards.
+        manager = getattr(self._host, "_pm", None)
+        if manager is not None:
+            manager.register(self, name=f"observers:{self.name}")
+            self._manager = manager
+
+    def _detach(self) -> None:
+        if self._manager is not None:
+            self._manager.unregister(self)
+            self._manager = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                info = self.poll()
+                if info is not None and self.mode == "plain" and \
+                        time.monotonic() - self._last_heartbeat >= self.heartbeat_s:
+                    self._last_heartbeat = time.monotonic()
+                    self._heartbeat(info)
+            except Exception as error:  # progress must never take the batch down
+                self._print(f"progress display error: {type(error).__name__}: {error}")
+
+    def __enter__(self) -> BatchProgress:
+        if self.mode == "off":
+            return self
+        self._attach()
+        if self.mode == "live":
+            self._live = Live(console=self.console, get_renderable=self.render, refresh_per_second=4,
+                              transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+        self._thread = threading.Thread(target=self._run, name="batch-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            if self.mode == "plain":
+                self.poll()
+        finally:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+            self._detach()
+
+
+__all__ = ["BatchProgress", "choose_mode"]
