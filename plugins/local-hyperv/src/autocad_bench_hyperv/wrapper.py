@@ -1,0 +1,117 @@
+"""Subprocess mode: ``python -m autocad_bench_hyperv.wrapper launch SPEC -- CHILD...``.
+
+The controller runs this command (built by ``build_rollout_command``) with only the
+variables it names. The wrapper runs the same lifecycle as shared mode
+(:func:`autocad_bench_hyperv.lifecycle.run_lifecycle`) and executes ``CHILD...`` exactly, with
+the controller-passed environment minus the backend's and the evaluation's credentials, plus
+the broker URL and token. SIGTERM or SIGINT stop the child within a bound and still return
+the VM clean. ``recover SPEC -- RESUME...`` reconnects to the worker named in SPEC.
+
+SPEC is JSON without secrets: the launch request and, for recovery, the worker id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from types import FrameType
+
+from pydantic import BaseModel, ConfigDict
+
+from autocad_bench.infrastructure import RolloutLaunchRequest
+from autocad_bench_hyperv.bounds import CHILD_STOP_S, scaled
+from autocad_bench_hyperv.lifecycle import run_lifecycle
+from autocad_bench_hyperv.pool import Pool
+from autocad_bench_hyperv.runner import SECRET_ENV_PREFIX, default_runner
+from autocad_bench_hyperv.settings import HyperVSettings, hyperv_settings
+
+
+class WrapperSpec(BaseModel):
+    """The wrapper's single argument (JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: RolloutLaunchRequest
+    worker_id: str | None = None
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM/SIGINT so that every ``finally`` runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    # Only the first signal interrupts; a second one must not abort the cleanup it started.
+    for other in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(other, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def child_environment(environ: Mapping[str, str], request: RolloutLaunchRequest, settings: HyperVSettings,
+                      broker: Mapping[str, str]) -> dict[str, str]:
+    """What the child sees: the passed variables without backend/evaluation-only credentials, plus the broker."""
+    hidden = (set(settings.environment_names()) | set(request.evaluation.environment_names)) \
+        - set(request.child_environment_names)
+    env = {k: v for k, v in environ.items() if k not in hidden and not k.startswith(SECRET_ENV_PREFIX)}
+    env.update(broker)
+    return env
+
+
+def run_child_process(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run the exact child command; on an interruption stop it (SIGTERM, bounded wait, SIGKILL) and re-raise."""
+    process = subprocess.Popen(list(command), env=dict(env), stdin=subprocess.DEVNULL)
+    try:
+        return process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        try:
+            process.wait(timeout=scaled(CHILD_STOP_S))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+
+
+def run(spec: WrapperSpec, child: Sequence[str]) -> int:
+    request = spec.request
+    settings = hyperv_settings(request.spec)
+    environ = dict(os.environ)
+    pool = Pool(settings, lambda host: default_runner(host, environ))
+    return run_lifecycle(
+        request, settings, lambda broker: run_child_process(child, child_environment(environ, request, settings,
+                                                                                     broker)),
+        pool=pool, environ=environ, mode="subprocess", worker_id=spec.worker_id)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 4 or args[0] not in ("launch", "recover") or args[2] != "--":
+        print("usage: python -m autocad_bench_hyperv.wrapper launch|recover SPEC -- CHILD...", file=sys.stderr)
+        return 2
+    spec = WrapperSpec.model_validate_json(args[1])
+    child = args[3:]
+    if args[0] == "launch" and tuple(child) != spec.request.child_command:
+        print("autocad_bench_hyperv.wrapper: the command after -- differs from the request's child_command",
+              file=sys.stderr)
+        return 2
+    if args[0] == "recover" and spec.worker_id is None:
+        print("autocad_bench_hyperv.wrapper: recover needs a worker_id", file=sys.stderr)
+        return 2
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _raise_terminated)
+    try:
+        return run(spec, child)
+    except Terminated as stop:
+        return 128 + stop.signum
+
+
+if __name__ == "__main__":
+    sys.exit(main())
