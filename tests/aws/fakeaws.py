@@ -374,7 +374,8 @@ class FakeAws:
                   "valid": metadata is not None, "reason": "" if metadata else "no metadata", "metadata": metadata}
         for url, data in ((arg("CandidateUrl"), drawing), (arg("MetadataUrl"), json.dumps(export).encode()),
                           (arg("RenderUrl"), png_frame(64, 48, 0, 0))):
-            put = urllib.request.Request(url, data=data, method="PUT")
+            put = urllib.request.Request(url, data=data, method="PUT",
+                                         headers={"Content-Type": "application/octet-stream"})
             with urllib.request.urlopen(put, timeout=30) as response:
                 assert response.status == 200, response.status
 

@@ -50,9 +50,9 @@ def test_plan_mode_calls_do_not_grow_with_the_batch(aws: AwsEnv) -> None:
 
 
 def test_a_wrong_broker_version_label_fails(aws: AwsEnv) -> None:
-    request = PreflightRequest(batch_id="plan", spec=aws.spec().model_copy(update={"broker_version": "windows-autocad-2019-v10"}),
-                               max_concurrency=1, assignments=(AssignmentView(rollout_id="r", task_id="t",
-                                                                              provider="scripted", model="m"),))
+    spec = aws.spec().model_copy(update={"broker_version": "windows-autocad-2019-v10"})
+    request = PreflightRequest(batch_id="plan", spec=spec, max_concurrency=1, assignments=(
+        AssignmentView(rollout_id="r", task_id="t", provider="scripted", model="m"),))
     report = AwsPlugin().preflight(request)
     assert checks(report)["image_broker_version"] is False
 

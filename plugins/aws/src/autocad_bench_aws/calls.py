@@ -168,7 +168,7 @@ class AwsSession:
             boto = _boto_session(self.profile, self.region)
             client = boto.client(service, config=Config(
                 retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60,
-                max_pool_connections=50))
+                max_pool_connections=50, signature_version="s3v4" if service == "s3" else None))
         client.meta.events.register("before-call", self._count)
         return client
 
