@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,7 @@ async def _scenario(tmp: Path, script: list[list[dict[str, Any]]], schedule: lis
         assert result["attempts"] >= 1
 
 
+@pytest.mark.timeout(1200)  # 1,000 real-HTTP schedules; slow only on a loaded machine
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                     HealthCheck.too_slow])
 @given(script=scripts, schedule=faults, crash_at=crashes)
@@ -106,6 +108,7 @@ def test_exactly_once_under_loss_and_restarts(tmp_path_factory: Any, script: lis
     asyncio.run(_scenario(tmp_path_factory.mktemp("s"), script, schedule, crash_at))
 
 
+@pytest.mark.timeout(1200)  # 1,000 real-HTTP schedules; slow only on a loaded machine
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                     HealthCheck.too_slow])
 @given(script=scripts, schedule=st.lists(st.tuples(st.just(Route.ACTIONS), st.sampled_from(LOSSES)), max_size=5),
