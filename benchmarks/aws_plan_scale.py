@@ -120,19 +120,20 @@ def lifecycle_table(fake, spec, tmp, sizes):  # type: ignore[no-untyped-def]
         codes: list[int] = []
         lock = threading.Lock()
 
-        def one(i: int) -> None:
+        def one(i: int, batch: str, plugin: AwsPlugin, codes: list[int], lock: threading.Lock) -> None:
             out = tmp / batch / "rollouts" / f"r{i}"
             out.mkdir(parents=True, exist_ok=True)
             request = RolloutLaunchRequest(
                 batch_id=batch, rollout_id=f"r{i}", attempt_id=f"{batch}.r{i}.1", task_id="t",
                 spec=InfrastructureSpec.model_validate(spec), child_command=("true",), output_dir=out,
-                log_path=tmp / batch / "logs" / f"r{i}.log", evaluation=EvaluationArguments(enabled=False, task_id="t"))
+                log_path=tmp / batch / "logs" / f"r{i}.log",
+                evaluation=EvaluationArguments(enabled=False, task_id="t"))
             code = plugin.run_shared(request, _Child())
             with lock:
                 codes.append(code)
 
         began = time.perf_counter()
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        threads = [threading.Thread(target=one, args=(i, batch, plugin, codes, lock)) for i in range(n)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -1,0 +1,165 @@
+"""Bounds table, user data and TTL, log parsing, the trace publisher, aggregated polling, the gate."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from autocad_bench.broker.client import BrokerClient
+from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, TracePublisherRequest
+from autocad_bench_aws.bounds import BOUNDS, bounds_table
+from autocad_bench_aws.calls import AwsSession
+from autocad_bench_aws.gate import run_gate
+from autocad_bench_aws.launch import run_instance
+from autocad_bench_aws.plugin import AwsPlugin
+from autocad_bench_aws.publisher import parse_destination, trace_destination
+from autocad_bench_aws.settings import aws_settings
+from autocad_bench_aws.worker import WorkerConfig, config_from_user_data, tags, user_data
+from tests.aws.conftest import REPO, VERSION, AwsEnv
+
+
+def test_the_docs_print_the_bounds_table_of_the_code() -> None:
+    text = (REPO / "docs" / "aws.md").read_text()
+    between = text.split("<!-- bounds:start -->")[1].split("<!-- bounds:end -->")[0].strip()
+    assert between == bounds_table()
+    assert {b.boundary for b in BOUNDS} >= {"EC2 RunInstances", "SSM port-forward startup",
+                                            "SSM port-forward during the rollout", "Evidence retrieval",
+                                            "Session release", "Batch straggler cleanup", "Instance lifetime (TTL)"}
+
+
+def _config(**fields: object) -> WorkerConfig:
+    return WorkerConfig.model_validate({"batch_id": "b", "rollout_id": "r", "attempt_id": "b.r.1", "clone": 1,
+                                        "broker_version": VERSION, "broker_port": 8765,
+                                        "broker_token": "t" * 43, "expires_at": "x", **fields})
+
+
+def test_user_data_starts_the_ttl_timer_and_round_trips_the_config() -> None:
+    text = user_data(_config(), ttl_minutes=90)
+    assert 'shutdown.exe /s /t 5400 /f' in text.splitlines()[2]
+    assert config_from_user_data(text) == _config()
+    assert config_from_user_data(base64.b64encode(text.encode()).decode()) == _config()
+    assert config_from_user_data("<powershell>nothing</powershell>") is None
+
+
+def test_a_launched_worker_terminates_itself_on_shutdown(aws: AwsEnv) -> None:
+    settings = aws_settings(aws.spec(instance_ttl_minutes=45))
+    ec2 = aws.client("ec2")
+    launched = run_instance(ec2, settings, _config(), tags("ttl-batch", "r", "b.r.1", 1), log=lambda line: None)
+    try:
+        behaviour = ec2.describe_instance_attribute(InstanceId=launched.instance_id,
+                                                    Attribute="instanceInitiatedShutdownBehavior")
+        assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
+        data = ec2.describe_instance_attribute(InstanceId=launched.instance_id, Attribute="userData")
+        assert "shutdown.exe /s /t 2700" in base64.b64decode(data["UserData"]["Value"]).decode()
+        labels = {t["Key"]: t["Value"] for t in aws.instances("ttl-batch")[0]["Tags"]}
+        assert labels["BatchId"] == "ttl-batch" and labels["RolloutId"] == "r"
+    finally:
+        ec2.terminate_instances(InstanceIds=[launched.instance_id])
+
+
+def test_legacy_logs_name_the_launched_worker() -> None:
+    log = ("2026 aws: launched instance i-0aaaaaaaaaaaaaaaa for rollout r (clone 1)\n"
+           "2026 aws: launched instance i-0bbbbbbbbbbbbbbbb for rollout r (clone 2)\n")
+    assert AwsPlugin().worker_id_from_log(log) == "i-0bbbbbbbbbbbbbbbb"
+    assert AwsPlugin().worker_id_from_log("worker i-0123456789abcdef0 ready") == "i-0123456789abcdef0"
+    assert AwsPlugin().worker_id_from_log("nothing here") is None
+
+
+def test_trace_destinations_current_and_legacy() -> None:
+    assert trace_destination({"AUTOCAD_BENCH_TRACE_DESTINATION": "s3://b/p", "AUTOCAD_BENCH_TRACE_PREFIX": "x"}) == (
+        "s3://b/p", "x")
+    assert trace_destination({"AUTOCAD_BENCH_TRACE_S3_BUCKET": "b", "AUTOCAD_BENCH_TRACE_S3_PREFIX": "y"}) == (
+        "s3://b", "y")
+    assert trace_destination({}) is None
+    assert parse_destination("s3://bucket/a/b", "c") == ("bucket", "a/b/c")
+    assert parse_destination("bucket") == ("bucket", "")
+    with pytest.raises(ValueError):
+        parse_destination("gs://bucket")
+
+
+def test_the_trace_publisher_mirrors_live_files_to_s3(aws: AwsEnv, tmp_path: Path) -> None:
+    aws.client("s3").create_bucket(Bucket="traces")
+    out = tmp_path / "batch"
+    (out / "rollouts" / "r").mkdir(parents=True)
+    (out / "batch-state.json").write_text("{}")
+    publisher = AwsPlugin().create_trace_publisher(TracePublisherRequest(
+        batch_id="b1", output_dir=out, destination="s3://traces/live", prefix="run"))
+    assert publisher is not None
+    (out / "rollouts" / "r" / "model_turns.jsonl").write_text('{"turn": 1}\n')
+    publisher.publish(out / "rollouts" / "r" / "model_turns.jsonl")
+    publisher.close()
+    keys = {o["Key"] for o in aws.client("s3").list_objects_v2(Bucket="traces")["Contents"]}
+    assert keys == {"live/run/b1/batch-state.json", "live/run/b1/rollouts/r/model_turns.jsonl"}
+    assert publisher.describe()["destination"] == "s3://traces"
+
+
+class _Handoff:
+    async def run(self, environ: Mapping[str, str]) -> int:
+        client = BrokerClient(environ[BROKER_URL_ENV], environ[BROKER_TOKEN_ENV])
+        lease = await client.lease("t", environ[BROKER_URL_ENV])
+        await client.reset(lease.session_id)
+        await client.release(lease.session_id)
+        return 0
+
+
+def _rollouts(aws: AwsEnv, batch: str, count: int) -> list[int]:
+    plugin = AwsPlugin()
+    codes: list[int] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        code = plugin.run_shared(aws.request(f"p{i}", batch_id=batch), _Handoff())
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return codes
+
+
+def test_status_polling_is_shared_by_the_batch(aws: AwsEnv) -> None:
+    """Counted AWS requests per rollout: 6 per launch, plus a share of the batch's polls."""
+    assert _rollouts(aws, "poll-1", 1) == [0]
+    single = aws.fake.count("DescribeInstanceStatus")
+    aws.fake.reset_counts()
+    assert _rollouts(aws, "poll-8", 8) == [0] * 8
+    polls = aws.fake.count("DescribeInstanceStatus")
+    assert polls < 8 * single, f"{polls} status polls for 8 rollouts vs {single} for one"
+    per_launch = aws.fake.count("RunInstances", "SendCommand", "GetCommandInvocation", "StartSession",
+                                "TerminateSession", "TerminateInstances")
+    assert per_launch == 8 * 6
+    assert aws.live("poll-8") == []
+
+
+def test_throttled_polls_back_off_and_recover(aws: AwsEnv) -> None:
+    aws.fake.fail("DescribeInstanceStatus", "RequestLimitExceeded", times=6, status=503)
+    assert _rollouts(aws, "throttled", 2) == [0, 0]
+    assert aws.live("throttled") == []
+
+
+def test_the_release_gate_passes_an_untouched_clone_and_binds_the_report(aws: AwsEnv, tmp_path: Path) -> None:
+    spec = aws.spec()
+    report = asyncio.run(run_gate(spec, session=AwsSession("us-east-1"), output_dir=tmp_path / "gate"))
+    assert report.passed, report.checks
+    assert report.image_id == aws.image_id and report.broker_version == VERSION
+    names = [c.name for c in report.checks]
+    assert names == ["launch", "handoff", "lease", "reset", "action_batch", "checkpoint", "evidence", "release",
+                     "terminate"]
+    assert report.instance_id is not None and report.instance_id not in aws.live()
+
+
+def test_the_release_gate_fails_a_clone_that_fails_readiness(aws: AwsEnv, tmp_path: Path) -> None:
+    from tests.aws.fakeaws import HostBehaviour
+
+    aws.fake.behaviour = lambda n: HostBehaviour(stale_readiness=True)
+    report = asyncio.run(run_gate(aws.spec(), session=AwsSession("us-east-1"), output_dir=tmp_path / "gate"))
+    assert not report.passed
+    assert report.instance_id not in aws.live()
