@@ -75,10 +75,15 @@ class HostClient:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def list_vms(self) -> dict[str, VmInfo]:
-        """Every VM of the host by name (one ``Get-VM``; pools are small)."""
+    def list_vms(self, *, exclusive: bool = False) -> dict[str, VmInfo]:
+        """Every VM of the host by name (one ``Get-VM``; pools are small).
+
+        ``exclusive`` reads under the pool lock, so the Notes a restore briefly brings back from
+        the checkpoint (before the same locked script re-marks the VM) are never seen.
+        """
         items = run_read(self.runner, Script(
-            "list VMs", ((cmd("Get-VM"), select("Name", "State", "Notes"), to_json()),), read_only=True))
+            "list VMs", ((cmd("Get-VM"), select("Name", "State", "Notes"), to_json()),), read_only=True,
+            exclusive=exclusive))
         vms = [_vm(item) for item in items]
         return {vm.name: vm for vm in vms}
 

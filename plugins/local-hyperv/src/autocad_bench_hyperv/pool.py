@@ -2,9 +2,11 @@
 
 A lease is a compare-and-set of the VM's Notes from the exact free mark the controller read
 to a leased mark naming the batch, rollout and attempt (:mod:`autocad_bench_hyperv.marks`).
-The licence-seat count is checked against the leased marks of the whole pool just before the
-swap. Returning a VM is one exclusive script per VM: if the Notes still hold our mark, turn it
-off, restore the clean checkpoint and write the new mark (free or quarantined).
+The licence-seat count is checked against the leased marks of the whole pool (read under
+each host's pool lock) before the swap and again after it: a lease that pushed the pool over
+its seats is given back at once. Returning a VM is one exclusive script per VM: if the Notes
+still hold our mark, turn it off, restore the clean checkpoint and write the new mark (free
+or quarantined).
 """
 
 from __future__ import annotations
@@ -94,12 +96,13 @@ class Pool:
             return None
         return (host, parts[1]) if parts[1] in host.vms else None
 
-    def view(self) -> PoolView:
+    def view(self, *, exclusive: bool = False) -> PoolView:
+        """Every pool VM of every host; ``exclusive`` reads each host under its pool lock."""
         vms: list[PoolVm] = []
         errors: dict[str, str] = {}
         for host in self.settings.hosts:
             try:
-                listed = self.client(host).list_vms()
+                listed = self.client(host).list_vms(exclusive=exclusive)
             except (HostCommandError, ValueError) as error:
                 errors[host.name] = str(error)
                 continue
@@ -108,7 +111,7 @@ class Pool:
 
     def try_lease(self, request: RolloutLaunchRequest, exclude: set[str], log: Log) -> Lease | None:
         """Lease one free VM now, or None (no free VM, or every licence seat in use)."""
-        view = self.view()
+        view = self.view(exclusive=True)
         for host, error in view.errors.items():
             log(f"host {host} unreadable while leasing: {error}")
         if view.seats_in_use() >= self.settings.licence_seats:
@@ -132,8 +135,18 @@ class Pool:
             except HostCommandError as error:
                 log(f"{vm.worker_id}: lease attempt failed: {error}")
                 continue
-            if swapped:
-                return Lease(vm.host, client, vm.name, desired, text)
+            if not swapped:
+                continue
+            # Seats are checked again after the write: of two controllers that raced for the last
+            # seat, at least the later one sees both leases and gives its own back (VM untouched).
+            if self.view(exclusive=True).seats_in_use() > self.settings.licence_seats:
+                log(f"{vm.worker_id}: every licence seat is in use; giving the lease back")
+                try:
+                    client.swap_notes(vm.name, text, vm.info.notes)
+                except HostCommandError as error:
+                    log(f"{vm.worker_id}: giving the lease back failed ({error}); reap_batch will")
+                return None
+            return Lease(vm.host, client, vm.name, desired, text)
         return None
 
     def lease(self, request: RolloutLaunchRequest, exclude: set[str], wait_s: float, log: Log) -> Lease:
