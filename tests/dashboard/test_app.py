@@ -115,7 +115,8 @@ ROUTES = [
 async def test_traversal_is_refused_on_every_route(client: TestClient[object, object], tree: Path) -> None:
     outside = tree.parent / "outside"
     attacks = ["../outside", "..", "../..", "/etc", str(outside), "runs/b/../../../outside", "link", "link/",
-               "runs/b/rollouts/../../../../outside", "..\\outside", "%2e%2e/outside", "runs/b/../../../outside/secret.png",
+               "runs/b/rollouts/../../../../outside", "..\\outside", "%2e%2e/outside",
+               "runs/b/../../../outside/secret.png",
                "../../../outside/secret.png", "frames/evil.png", "../../../../outside/rollouts/done-1/reference.png",
                "/etc/passwd", "run-state.json", "../logs/run-1.log", "\x00"]
     checked = 0
@@ -174,7 +175,7 @@ async def test_events_announce_changes(client: TestClient[object, object], tree:
     second = await next_signature()
     assert second != first
     response.close()
-    status, html = await get_text(client, "/fragment/batch?b=runs/b&page=2")
+    _, html = await get_text(client, "/fragment/batch?b=runs/b&page=2")
     assert 'data-rollout="queued-1" data-state="starting"' in html
 
 
@@ -183,10 +184,10 @@ async def test_pagination_at_scale(tmp_path: Path) -> None:
                                                     passed=True) for i in range(600)]))
     async with TestClient(TestServer(create_app(tmp_path), host="127.0.0.1")) as client:
         status, html = await get_text(client, "/batch?b=big")
-        assert html.count('class="rollout-link"') == 100
+        assert status == 200 and html.count('class="rollout-link"') == 100
         status, html = await get_text(client, "/batch?b=big&page=6")
-        assert 'data-rollout="r0599"' in html and html.count('class="rollout-link"') == 100
-        status, html = await get_text(client, "/batch?b=big&page=999")
+        assert status == 200 and 'data-rollout="r0599"' in html and html.count('class="rollout-link"') == 100
+        _, html = await get_text(client, "/batch?b=big&page=999")
         assert 'data-rollout="r0599"' in html  # clamped to the last page
-        status, html = await get_text(client, "/batch?b=big&state=queued&page=3")
+        _, html = await get_text(client, "/batch?b=big&state=queued&page=3")
         assert html.count('class="rollout-link"') == 100 and 'data-state="done"' not in html.split("<tbody>")[-1]

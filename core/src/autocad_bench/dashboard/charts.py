@@ -40,19 +40,26 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str],
         return _empty(title, "no data yet")
     notes = notes or {}
     label_w, bar_h, gap, top = 150, 12, 10, 30
-    legend_h = 18 if len(series) > 1 else 0
+    legend: list[tuple[float, float, int, str]] = []
+    if len(series) > 1:
+        x, row = float(label_w), 0
+        for i, name in enumerate(series):
+            shown = name[:28]
+            item_w = 24 + 6.5 * len(shown)
+            if x + item_w > width and x > label_w:
+                x, row = float(label_w), row + 1
+            legend.append((x, top + 16 * row, i, shown))
+            x += item_w
+    legend_h = 16 * (1 + max((int((y - top) // 16) for _, y, _, _ in legend), default=-1)) + (2 if legend else 0)
     plot_w = width - label_w - 60
     block_h = bar_h * len(series) + gap
     height = top + legend_h + block_h * len(groups) + 24
     out = [f'<svg class="chart" role="img" aria-label="{_t(title)}" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
            f'<text x="8" y="18" class="chart-title">{_t(title)}</text>']
-    if legend_h:
-        x = float(label_w)
-        for i, name in enumerate(series):
-            out.append(f'<rect x="{x}" y="{top - 6}" width="10" height="10" fill="{color(i)}"/>'
-                       f'<text x="{x + 14}" y="{top + 3}" class="chart-label">{_t(name[:28])}</text>')
-            x += 24 + 7 * min(len(name), 28)
+    for lx, ly, i, shown in legend:
+        out.append(f'<rect x="{lx:.1f}" y="{ly - 6:.1f}" width="10" height="10" fill="{color(i)}"/>'
+                   f'<text x="{lx + 14:.1f}" y="{ly + 3:.1f}" class="chart-label">{_t(shown)}</text>')
     y0 = top + legend_h
     for tick in (0.0, 0.5, 1.0):
         x = label_w + tick * plot_w
