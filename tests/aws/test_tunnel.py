@@ -96,7 +96,8 @@ def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv
     host = next(h for h in aws.fake.hosts.values() if h.config.rollout_id == "tunnel")
     assert [i.index for i in host.broker.injected] == list(range(40))
     text = request.log_path.read_text()
-    assert "restart 4 of 8" in text and "restart 5 of 8" not in text
+    # Each kill costs one restart (a kill that lands on a restarting process may cost two).
+    assert "restart 4 of 8" in text and "restarts are used up" not in text
     assert aws.live(request.batch_id) == []
     assert plugin_processes() == []
 
