@@ -333,7 +333,7 @@ def is_loopback_bind(host: str) -> bool:
     return _host_is_loopback(host)
 
 
-def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, *, print_fn: Callable[[str], None] = print) -> None:
+def serve(root: Path, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run the dashboard until interrupted."""
     app = create_app(root, loopback_only=is_loopback_bind(host))
     web.run_app(app, host=host, port=port, shutdown_timeout=2.0, print=None,

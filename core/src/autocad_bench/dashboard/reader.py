@@ -18,8 +18,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -659,7 +659,7 @@ def build_steps(directory: Path, turns: Iterable[Any], receipts: Iterable[Any],
     for i in range(len(steps) - 1):
         nxt = steps[i + 1].frame
         if steps[i].result_frame is None and nxt is not None and steps[i].valid is not False:
-            steps[i] = _replace(steps[i], result_frame=nxt)
+            steps[i] = replace(steps[i], result_frame=nxt)
     frames = list_frames(directory)
     shown = {s.frame for s in steps}
     if frames and frames[-1] not in shown:
@@ -669,20 +669,7 @@ def build_steps(directory: Path, turns: Iterable[Any], receipts: Iterable[Any],
     return tuple(steps)
 
 
-def _replace(step: Step, **changes: Any) -> Step:
-    from dataclasses import replace
-
-    return replace(step, **changes)
-
-
 def _safe_relative(path: str) -> bool:
     parts = path.replace("\\", "/").split("/")
     return not path.startswith("/") and ".." not in parts and path.lower().endswith(".png")
 
-
-def iter_batch_paths(root: RunsRoot, keys: Iterable[str]) -> Iterator[Path]:
-    for key in keys:
-        try:
-            yield root.batch_dir(key)
-        except (PathRefused, NotFound):
-            continue
