@@ -397,6 +397,7 @@ class FakeHyperVHost:
         self.cmdlets: list[str] = []
         self.arm_events: dict[str, threading.Event] = {}
         self.leases: list[tuple[str, str, str]] = []  # (vm, previous notes, new notes) of every Notes change
+        self.tokens: list[str] = []  # every broker token a guest was armed with
         free = json.dumps({"autocad_bench": 1, "state": "free", "broker_version": broker_version},
                           separators=(",", ":"))
         for vm in vms:
@@ -719,6 +720,7 @@ class FakeHyperVHost:
         if len(arguments) != 5 or not all(isinstance(a, str) for a in arguments):
             raise PsError("Invoke-Command", f"the arm script takes five strings, got {len(arguments)}")
         token, batch_id, rollout_id, attempt_id, version = arguments
+        self.tokens.append(token)
         if vm.armed is None:
             vm.armed = {"token": token, "batch_id": batch_id, "rollout_id": rollout_id, "attempt_id": attempt_id,
                         "broker_version": version}

@@ -154,7 +154,7 @@ def _run(request: RolloutLaunchRequest, settings: HyperVSettings, run_child: Chi
             failures.append(str(error))
             break
         tried.add(lease.worker_id)
-        log(f"leased {lease.worker_id} for rollout {request.rollout_id} (VM {number} of {settings.vm_attempts})")
+        log(f"admitting {lease.worker_id} (VM {number} of {settings.vm_attempts})")
         quarantine: str | None = None
         outcome = "admission_failed"
         try:

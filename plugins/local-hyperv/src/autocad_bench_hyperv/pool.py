@@ -146,6 +146,7 @@ class Pool:
                 except HostCommandError as error:
                     log(f"{vm.worker_id}: giving the lease back failed ({error}); reap_batch will")
                 return None
+            log(f"leased {vm.worker_id} for rollout {request.rollout_id} of batch {request.batch_id}")
             return Lease(vm.host, client, vm.name, desired, text)
         return None
 

@@ -122,7 +122,7 @@ class HostSettings(_Model):
 
     name: Label = Field(description="a label of the host, unique in the pool (worker ids are '<name>/<vm>')")
     connection: Connection
-    vms: tuple[VmName, ...] = Field(min_length=1, description="the pool VMs on this host")
+    vms: list[VmName] = Field(min_length=1, description="the pool VMs on this host")
     broker: Reach
     hourly_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False,
                               description="what one VM of this host costs per hour (recorded per rollout)")
@@ -143,7 +143,7 @@ class HostSettings(_Model):
 class HyperVSettings(_Model):
     """``infrastructure.settings`` of ``local-hyperv``."""
 
-    hosts: tuple[HostSettings, ...] = Field(min_length=1)
+    hosts: list[HostSettings] = Field(min_length=1)
     checkpoint: str = Field(default=DEFAULT_CHECKPOINT, min_length=1, max_length=100,
                             description="the clean checkpoint every rollout starts from")
     guest_username_env: EnvName = Field(description="variable holding the guest administrator user "
