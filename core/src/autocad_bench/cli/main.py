@@ -29,6 +29,30 @@ cli.add_command(report_command)
 cli.add_command(reap_command)
 
 
+class _LazyTasks(click.Group):
+    """``tasks`` lives in the evaluator distribution; load it only when it is used."""
+
+    def _real(self) -> click.Group | None:
+        try:
+            from autocad_bench_evaluator.tasks_cli import tasks_group
+        except ImportError:
+            return None
+        return tasks_group
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        real = self._real()
+        return real.list_commands(ctx) if real else []
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        real = self._real()
+        if real is None:
+            raise click.UsageError('the task suite is in the evaluator: pip install "autocad-bench[evaluator]"')
+        return real.get_command(ctx, name)
+
+
+cli.add_command(_LazyTasks(name="tasks", help="The task suite: list, show, validate, render (needs the evaluator)."))
+
+
 @cli.command()
 def plugins() -> None:
     """List the installed backends, providers and observers as JSON (backends and providers are not imported)."""

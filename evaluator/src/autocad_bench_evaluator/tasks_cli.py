@@ -1,0 +1,110 @@
+"""``autocad-bench tasks``: list, show, validate and render the task suite."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
+
+
+@click.group(name="tasks")
+def tasks_group() -> None:
+    """The task suite: every task's prompt, template, gold drawing and scoring spec."""
+
+
+@tasks_group.command(name="list")
+@click.option("--suite", default=None, help="Only the tasks of this named suite, in its order.")
+@click.option("--app", default=None, help="Only tasks that support this application (librecad, autocad).")
+@click.option("--tier", default=None, help="Only tasks of this tier.")
+def list_command(suite: str | None, app: str | None, tier: str | None) -> None:
+    """Print the tasks as JSON lines (id, tier, apps, title)."""
+    from autocad_bench_evaluator.suite import registry
+
+    ids = registry.resolve_suite(suite) if suite else registry.list_tasks(app=app, tier=tier)
+    for task_id in ids:
+        spec = registry.load(task_id).spec
+        if (app and app not in spec.apps) or (tier and spec.tier != tier):
+            continue
+        click.echo(json.dumps({"task_id": task_id, "tier": spec.tier, "apps": list(spec.apps),
+                               "title": spec.title}))
+
+
+@tasks_group.command(name="show")
+@click.argument("task_id")
+def show_command(task_id: str) -> None:
+    """Print one task: its spec, scoring spec and files."""
+    from autocad_bench_evaluator.suite import registry
+
+    if task_id not in registry.list_tasks():
+        click.echo(f"error: unknown task {task_id!r} (see: autocad-bench tasks list)", err=True)
+        sys.exit(2)
+    task = registry.load(task_id)
+    click.echo(json.dumps({
+        "task": task.spec.model_dump(mode="json"),
+        "scoring": task.scoring.model_dump(mode="json"),
+        "directory": str(registry.TASKS_DIR / task_id),
+        "files": sorted(p.name for p in (registry.TASKS_DIR / task_id).iterdir()),
+    }, indent=2))
+
+
+@tasks_group.command(name="validate")
+@click.option("--gold-cache", type=click.Path(file_okay=False, path_type=Path), default=SHIPPED_GOLD_CACHE,
+              show_default=True, help="Gold cache to verify against the committed generators.")
+def validate_command(gold_cache: Path) -> None:
+    """Check every task: files, reference images, gold manifests, and that regenerating the
+    gold from committed code gives exactly the shipped entries. Exit 0 when all hold."""
+    from autocad_bench_evaluator.gold_cache import GoldCacheError, load_entry
+    from autocad_bench_evaluator.suite import registry
+    from autocad_bench_evaluator.suite.build import all_files, differences
+
+    problems = differences(all_files())
+    with tempfile.TemporaryDirectory(prefix="autocad-bench-validate-") as tmp:
+        fresh = Path(tmp)
+        registry.build_gold_cache(fresh, EVALUATOR_VERSION)
+        for task_id in registry.list_tasks():
+            try:
+                shipped = load_entry(gold_cache, EVALUATOR_VERSION, task_id)
+                rebuilt = load_entry(fresh, EVALUATOR_VERSION, task_id)
+            except GoldCacheError as error:
+                problems.append(str(error))
+                continue
+            if shipped.manifest != rebuilt.manifest:
+                problems.append(f"{task_id}: the shipped gold entry differs from the regenerated one")
+    for problem in problems:
+        click.echo(f"error: {problem}", err=True)
+    click.echo(json.dumps({"tasks": len(registry.list_tasks()), "problems": len(problems)}))
+    sys.exit(1 if problems else 0)
+
+
+@tasks_group.command(name="render")
+@click.argument("task_id")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="PNG to write.")
+def render_command(task_id: str, out: Path) -> None:
+    """Render the task's gold drawing to a PNG."""
+    from autocad_bench_evaluator.suite import registry
+
+    if task_id not in registry.list_tasks():
+        click.echo(f"error: unknown task {task_id!r} (see: autocad-bench tasks list)", err=True)
+        sys.exit(2)
+    gold = SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / task_id / "render.png"
+    if gold.is_file():
+        out.write_bytes(gold.read_bytes())
+    else:
+        out.write_bytes((registry.TASKS_DIR / task_id / "reference.png").read_bytes())
+    click.echo(str(out))
+
+
+def rebuild_shipped_gold_cache() -> None:
+    """``python -m autocad_bench_evaluator.tasks_cli``: regenerate the shipped gold cache."""
+    from autocad_bench_evaluator.suite import registry
+
+    registry.build_gold_cache(SHIPPED_GOLD_CACHE, EVALUATOR_VERSION)
+
+
+if __name__ == "__main__":
+    rebuild_shipped_gold_cache()
