@@ -398,6 +398,7 @@ class FakeHyperVHost:
         self.arm_events: dict[str, threading.Event] = {}
         self.leases: list[tuple[str, str, str]] = []  # (vm, previous notes, new notes) of every Notes change
         self.tokens: list[str] = []  # every broker token a guest was armed with
+        self.injected_earlier: dict[str, int] = {}  # actions of brokers an earlier boot ran
         free = json.dumps({"autocad_bench": 1, "state": "free", "broker_version": broker_version},
                           separators=(",", ":"))
         for vm in vms:
@@ -732,6 +733,7 @@ class FakeHyperVHost:
                 vm.broker.token = token
                 vm.broker.boot_id = vm.boot_id
                 vm.broker.startup_id = vm.startup_id
+                self.injected_earlier[vm.name] = self.injected_earlier.get(vm.name, 0) + len(vm.broker.injected)
                 vm.broker.clear()
         event = self.arm_events.get(vm.name)
         if event is not None:
@@ -774,6 +776,11 @@ class FakeHyperVHost:
     def mark(self, vm: str) -> dict[str, Any] | None:
         notes = self.vms[vm].notes
         return json.loads(notes) if notes.startswith("{") else None
+
+    def injected_total(self, vm: str) -> int:
+        """Every action the VM's broker injected across boots."""
+        broker = self.vms[vm].broker
+        return self.injected_earlier.get(vm, 0) + (len(broker.injected) if broker is not None else 0)
 
     def executor(self) -> Callable[[Sequence[str], Mapping[str, str], float], tuple[int, str, str]]:
         return self.execute

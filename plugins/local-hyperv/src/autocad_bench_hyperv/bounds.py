@@ -88,7 +88,7 @@ BOUNDS: tuple[Bound, ...] = (
           "rollout fails as admission_failed with no model call"),
     Bound("Lease lifetime", DEFAULT_LEASE_TTL_MINUTES, "minutes",
           f"default lease_ttl_minutes ({MIN_LEASE_TTL_MINUTES} to {MAX_LEASE_TTL_MINUTES}); only an expired "
-          "lease of another controller may be taken over"),
+          "lease may be taken over, so keep it above the longest rollout"),
     Bound("Checkpoint restore", RESTORE_ATTEMPTS, "attempts",
           "turn off, restore and re-mark under the pool lock; each attempt is idempotent"),
     Bound("Boot until heartbeat OK", DEFAULT_BOOT_S, "seconds",
@@ -112,7 +112,8 @@ BOUNDS: tuple[Bound, ...] = (
           f"each, drawing artifact {EVIDENCE_ARTIFACT_S:g} s"),
     Bound("Session release", RELEASE_S, "seconds", "idempotent; the VM is restored even when it times out"),
     Bound("Returning a VM to clean (turn off, restore, unmark)", CLEANUP_ATTEMPTS, "attempts",
-          f"{CLEANUP_PAUSE_S:g} s apart; a failure leaves the mark for reap_batch"),
+          f"{CLEANUP_PAUSE_S:g} s apart, each with its own {RESTORE_ATTEMPTS} restore attempts; a failure leaves "
+          "the mark for reap_batch"),
     Bound("Batch straggler cleanup", RECONCILE_PASSES, "passes",
           "one Get-VM per host, then turn off, restore and unmark every VM marked with the batch"),
     Bound("Child after SIGTERM", CHILD_STOP_S, "seconds", "subprocess-mode child, then SIGKILL"),

@@ -5,7 +5,7 @@ credential:
 
 * :data:`ARM_SCRIPT` writes the per-rollout broker token and the rollout identity to
   ``C:\\ProgramData\\AutoCADBench\\secret\\arm.json`` (a directory only SYSTEM and
-  Administrators can read). The image's start-up task (``guest/start-broker.ps1`` in this
+  Administrators can read). The image's start-up task (``image/start-broker.ps1`` in this
   package) waits for that file, starts the broker in the console session with the token in
   its environment and writes the readiness record. This is the only way the token reaches
   the guest: never argv, never the VM's Notes.
