@@ -38,8 +38,8 @@ class ConverseWire(WireServer):
 
     def __init__(self, *, default: ReplySource | None = None, foundation: Iterable[Mapping[str, Any]] = (),
                  profiles: Mapping[str, Mapping[str, Any]] | None = None,
-                 usage: Mapping[str, int] | None = None) -> None:
-        super().__init__(default=default)
+                 usage: Mapping[str, int] | None = None, keep_bodies: bool = True) -> None:
+        super().__init__(default=default, keep_bodies=keep_bodies)
         self.foundation = [dict(f) for f in foundation]
         self.profiles = {k: dict(v) for k, v in (profiles or {}).items()}
         self.usage = dict(usage or {"inputTokens": 1800, "outputTokens": 70, "cacheReadInputTokens": 0,

@@ -33,8 +33,9 @@ class ChatCompletionsWire(WireServer):
         reply_headers: Mapping[str, str] | None = None,
         reasoning: str | None = None,
         unlisted: Iterable[str] = (),
+        keep_bodies: bool = True,
     ) -> None:
-        super().__init__(default=default, too_large_above=too_large_above)
+        super().__init__(default=default, too_large_above=too_large_above, keep_bodies=keep_bodies)
         self.catalog: list[dict[str, Any]] = [
             {"id": c} if isinstance(c, str) else dict(c) for c in catalog
         ]

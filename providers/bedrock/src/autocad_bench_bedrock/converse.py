@@ -72,6 +72,7 @@ class ConverseSession(ProviderSession):
         self._awaiting: JsonObject | None = None
         self._responses = 0
         self.last_request_bytes = 0
+        self.last_messages = 0
         self.adapter_cpu_s = 0.0
         self._sent_bytes = 0
         client.meta.events.register("before-send.bedrock-runtime.Converse", self._measure)
@@ -286,6 +287,7 @@ class ConverseSession(ProviderSession):
     def _facts(self, kwargs: dict[str, Any]) -> JsonObject:
         self.last_request_bytes = self._sent_bytes
         messages = kwargs["messages"]
+        self.last_messages = len(messages)
         images = sum(1 for m in messages for b in m["content"] if "image" in b)
         return {"request_bytes": self._sent_bytes, "messages": len(messages), "images": images,
                 "retained_exchanges": len(self._exchanges), "summarized_outcomes": len(self._dropped)}

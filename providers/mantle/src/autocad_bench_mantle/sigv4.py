@@ -96,10 +96,12 @@ class MantleSigV4Auth(httpx.Auth):
                 request.headers[name] = value
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.read()
         self.sign(request)
         yield request
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        await request.aread()
         # Resolving or refreshing credentials can do blocking I/O (SSO, instance metadata).
         await asyncio.to_thread(self.sign, request)
         yield request
