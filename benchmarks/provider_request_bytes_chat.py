@@ -205,6 +205,8 @@ def section(name: str, turns: int, frame_kib: int, tmp: Path) -> str:
         f"compactions {sum(compacted)}; max messages {max(messages)}; total sent {sum(sizes) / MiB:,.1f} MiB",
         f"[{name}] adapter CPU ratio turn {turns} / turns 2-6 (medians): {adapter_ratio:.2f} "
         f"(target <= 2: {'PASS' if adapter_ratio <= 2 else 'FAIL'})",
+        f"[{name}] adapter CPU turn {turns} / turn 1 (single turns, noisy): "
+        f"{adapter[-1] / max(adapter[0], 1e-9):.2f}",
         f"[{name}] whole-turn CPU ratio (adapter + SDK + HTTP): {whole_ratio:.2f}",
     ]
     return "\n".join(lines)

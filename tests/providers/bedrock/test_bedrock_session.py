@@ -274,3 +274,26 @@ def test_thirty_turn_rollout_through_the_core_pilot(tmp_path: Path) -> None:
     state = json.loads((rollout / "resume-checkpoint.json").read_text())["provider_state"]
     assert state["responses"] == 30 and len(state["exchanges"]) == 8 and len(state["dropped"]) == 16
     assert scan_for(tmp_path, [SECRET_KEY]) == []
+
+
+def test_resume_after_dropped_exchanges_sends_identical_bytes(wire: ConverseWire, root: Path) -> None:
+    frames = small_frames(root, 8)
+
+    async def scenario() -> None:
+        original = open_session(spec(wire), root)
+        turns = await drive(original, wire, frames, 12)
+        state = json.loads(json.dumps(original.checkpoint(), sort_keys=True))
+        assert len(state["dropped"]) == 3 and len(state["exchanges"]) == 8
+        reply = wire.tool_call_reply({"actions": [{"type": "move", "y": 4, "x": 3}]}, call_id="same")
+        wire.push(reply, reply)
+        following = observation(frames[12 % 8], 12, turns[-1])
+        await original.next_turn(following)
+        resumed = open_session(spec(wire), root, resume_state=state)
+        await resumed.next_turn(following)
+        assert resumed.checkpoint() == original.checkpoint()
+        await original.aclose()
+        await resumed.aclose()
+
+    asyncio.run(scenario())
+    a, b = wire.model_requests()[-2:]
+    assert a.body == b.body
