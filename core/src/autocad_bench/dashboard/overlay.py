@@ -52,12 +52,12 @@ def overlay_svg(actions: Sequence[dict[str, Any]], width: int, height: int, *, r
             button = str(action.get("button", "left"))
             stroke = BUTTON_COLORS.get(button, "#f43f5e")
             count = _num(action, "count") or 1
-            rings = "".join(f'<circle cx="{x}" cy="{y}" r="{14 + 7 * i}" fill="none" stroke="{stroke}" '
-                            f'stroke-width="4"/>' for i in range(min(count, 3)))
+            rings = "".join(f'<circle cx="{x}" cy="{y}" r="{18 + 9 * i}" fill="none" stroke="{stroke}" '
+                            f'stroke-width="5"/>' for i in range(min(count, 3)))
             out.append(f'<g class="ov ov-click" data-index="{number}"><title>{number}. {_t(button)} click'
                        f'{" x" + str(count) if count > 1 else ""} at ({x}, {y})</title>{rings}'
-                       f'<circle cx="{x}" cy="{y}" r="4" fill="{stroke}"/>'
-                       f'<text x="{x + 16}" y="{y - 14}" class="ov-num">{number}</text></g>')
+                       f'<circle cx="{x}" cy="{y}" r="5" fill="{stroke}"/>'
+                       f'<text x="{x + 20}" y="{y - 18}" class="ov-num">{number}</text></g>')
             pointer = here
         elif kind == "move" and here:
             out.append(f'<g class="ov ov-move" data-index="{number}"><title>{number}. move to ({x}, {y})</title>'
