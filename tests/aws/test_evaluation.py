@@ -79,7 +79,10 @@ def test_evaluation_without_a_bucket_fails_before_any_launch(aws: AwsEnv, tmp_pa
     config["evaluation"] = {"enabled": True, "gold_cache": str(tmp_path / "cache"),
                             "evaluator_version": EVALUATOR_VERSION}
     proc, out = run_batch(aws, config, name="nobucket")
+    # Preflight refuses it: nothing is created and nothing is launched.
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert aws.fake.count("RunInstances") == 0
-    assert "evaluation.bucket" in (out / "logs" / "r0.log").read_text()
-    assert state(out)["rollouts"][0]["failure_class"] == "admission_failed"
+    assert not out.exists()
+    report = json.loads(proc.stdout)
+    check = next(c for c in report["checks"] if c["name"] == "preflight.evaluation_bucket")
+    assert check["passed"] is False and "evaluation.bucket" in check["reason"]

@@ -357,6 +357,8 @@ def _preflight(loaded: LoadedConfig, backend: PluginHandle, options: AdmissionOp
             for r in config.enabled_rollouts
         ),
         max_concurrency=config.max_concurrency,
+        evaluation_enabled=config.evaluation.enabled,
+        evaluation_bucket=config.evaluation.bucket,
     )
     report = backend.call("preflight", request=request)
     if not isinstance(report, PreflightReport):

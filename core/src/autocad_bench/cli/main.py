@@ -9,6 +9,7 @@ import click
 
 from autocad_bench import __version__
 from autocad_bench.cli.batch import batch_command
+from autocad_bench.cli.models import models_command
 from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
 from autocad_bench.dashboard.cli import dashboard_command, report_command
@@ -24,6 +25,7 @@ def cli() -> None:
 
 cli.add_command(batch_command)
 cli.add_command(resume_command)
+cli.add_command(models_command)
 cli.add_command(dashboard_command)
 cli.add_command(report_command)
 cli.add_command(reap_command)

@@ -40,6 +40,7 @@ from autocad_bench.infrastructure.models import (
     RolloutLaunchRequest,
     TracePublisherRequest,
 )
+from autocad_bench.infrastructure.publisher import TracePublisher
 from autocad_bench.plugins import PluginHandle, PluginHost
 from autocad_bench.progress import BatchProgress
 from autocad_bench.storage import atomic_write_json
@@ -77,6 +78,7 @@ class BatchRunner:
         self.enabled = self.config.enabled_rollouts
         self._stop = threading.Event()
         self._registry = self._global_registry()
+        self.publisher: TracePublisher | None = None
 
     # --- entry --------------------------------------------------------------------------
 
@@ -108,6 +110,11 @@ class BatchRunner:
             monitor.join(timeout=5)
             self._reconcile()
             self.store.update(finished_at=utcnow(), status="finished")
+            if self.publisher is not None:
+                try:
+                    self.publisher.close()
+                except Exception:
+                    log.exception("trace publisher failed to close")
             self.host.notify("batch_finished", event=self._batch_event())
         states = [r.state for r in self.store.state.rollouts]
         return 0 if all(s == "done" for s in states) else 1
@@ -275,16 +282,16 @@ class BatchRunner:
         return str(instance_type) if isinstance(instance_type, str) else self.backend.name
 
     def _write_trace_publisher(self) -> None:
-        destination = self.environ.get(TRACE_DESTINATION_ENV)
-        if not destination:
-            atomic_write_json(self.output_dir / "trace-publisher.json",
-                              {"enabled": False, "reason": f"{TRACE_DESTINATION_ENV} is not set"})
-            return
-        publisher = self.backend.call("create_trace_publisher", request=TracePublisherRequest(
+        destination = self.environ.get(TRACE_DESTINATION_ENV) or None
+        self.publisher = self.backend.call("create_trace_publisher", request=TracePublisherRequest(
             batch_id=self.batch_id, output_dir=self.output_dir, destination=destination,
             prefix=self.environ.get(TRACE_PREFIX_ENV, "")))
-        description = ({"enabled": True, **publisher.describe()} if publisher is not None else
-                       {"enabled": False, "reason": f"backend {self.backend.name!r} has no trace publisher"})
+        if self.publisher is not None:
+            description = {"enabled": True, **self.publisher.describe()}
+        elif destination:
+            description = {"enabled": False, "reason": f"backend {self.backend.name!r} has no trace publisher"}
+        else:
+            description = {"enabled": False, "reason": f"{TRACE_DESTINATION_ENV} is not set"}
         atomic_write_json(self.output_dir / "trace-publisher.json", description)
 
     def _reconcile(self) -> None:

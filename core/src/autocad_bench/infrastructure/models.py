@@ -71,6 +71,9 @@ class PreflightRequest(StrictModel):
     spec: InfrastructureSpec
     assignments: tuple[AssignmentView, ...]
     max_concurrency: int = Field(ge=1)
+    evaluation_enabled: bool = False
+    evaluation_bucket: str | None = Field(
+        default=None, description="the operator's bucket for evaluation transfer, for backends that need one")
 
 
 class PreflightReport(StrictModel):
@@ -148,11 +151,16 @@ class SharedChild(Protocol):
 
 
 class TracePublisherRequest(StrictModel):
-    """Where live artifacts should be mirrored (from ``AUTOCAD_BENCH_TRACE_DESTINATION``)."""
+    """Where live artifacts should be mirrored.
+
+    ``destination``/``prefix`` come from ``AUTOCAD_BENCH_TRACE_DESTINATION`` and
+    ``AUTOCAD_BENCH_TRACE_PREFIX``; ``destination`` is None when that is unset, so a backend
+    may honour its own legacy variables (the AWS backend's ``AUTOCAD_BENCH_TRACE_S3_*``).
+    """
 
     batch_id: str
     output_dir: Path
-    destination: str
+    destination: str | None = None
     prefix: str = ""
 
 

@@ -11,9 +11,10 @@ from autocad_bench.models import JsonObject
 class TracePublisher(abc.ABC):
     """Mirrors live rollout artifacts to a destination while the batch runs.
 
-    The controller calls :meth:`publish` from worker threads for every file it writes and
-    :meth:`close` once at batch exit; :meth:`describe` is written to trace-publisher.json
-    (never include credentials in it).
+    Pilots may run in other processes, so a publisher finds new and changed files itself
+    (e.g. by rescanning ``output_dir``); :meth:`publish` is a hint that one file changed.
+    The controller calls :meth:`close` once at batch exit, which must flush what is left;
+    :meth:`describe` is written to trace-publisher.json (never include credentials in it).
     """
 
     @abc.abstractmethod

@@ -41,7 +41,7 @@ from autocad_bench_aws.fleet import STATE_DIR_ENV, FleetPoller, fleet_dir
 from autocad_bench_aws.launch import terminate
 from autocad_bench_aws.lifecycle import run_lifecycle
 from autocad_bench_aws.preflight import run_preflight
-from autocad_bench_aws.publisher import S3TracePublisher, parse_destination
+from autocad_bench_aws.publisher import S3TracePublisher, parse_destination, trace_destination
 from autocad_bench_aws.reconcile import reap, rollout_workers
 from autocad_bench_aws.settings import AWS_FIELDS, AwsSettings, aws_settings
 from autocad_bench_aws.wrapper import WrapperSpec
@@ -114,7 +114,14 @@ class AwsPlugin(InfrastructureRecoveryPlugin):
                                          environ=os.environ, mode="shared"))
 
     def create_trace_publisher(self, request: TracePublisherRequest) -> TracePublisher | None:
-        bucket, prefix = parse_destination(request.destination, request.prefix)
+        if request.destination is not None:
+            destination, prefix_setting = request.destination, request.prefix
+        else:  # the legacy AUTOCAD_BENCH_TRACE_S3_BUCKET / _S3_PREFIX names
+            found = trace_destination(os.environ)
+            if found is None:
+                return None
+            destination, prefix_setting = found
+        bucket, prefix = parse_destination(destination, prefix_setting)
         # The request carries no spec; S3 follows a bucket's region redirect by itself.
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         return S3TracePublisher(AwsSession(region, os.environ.get("AWS_PROFILE")), request.batch_id,

@@ -32,6 +32,18 @@ def run_preflight(request: PreflightRequest, settings: AwsSettings, session: Aws
         except AwsCallError as error:
             checks.append(CheckResult(name=name, passed=False, reason=str(error)))
 
+    def evaluation_bucket() -> CheckResult:
+        if not request.evaluation_enabled:
+            return CheckResult(name="evaluation_bucket", passed=True,
+                               reason="evaluation disabled: no transfer bucket needed")
+        if not request.evaluation_bucket:
+            return CheckResult(name="evaluation_bucket", passed=False,
+                               reason="evaluation is enabled: set evaluation.bucket to an S3 bucket in your "
+                                      'account (or "evaluation": {"enabled": false} for an unevaluated run)')
+        bucket = request.evaluation_bucket
+        call("HeadBucket", lambda: session.client("s3").head_bucket(Bucket=bucket))
+        return CheckResult(name="evaluation_bucket", passed=True, reason=f"bucket {bucket} is reachable")
+
     def credentials() -> CheckResult:
         identity = call("GetCallerIdentity", lambda: session.client("sts").get_caller_identity())
         return CheckResult(name="aws_credentials", passed=True,
@@ -81,6 +93,7 @@ def run_preflight(request: PreflightRequest, settings: AwsSettings, session: Aws
                            reason=f"{settings.security_group_id} exists" if groups else "not found")
 
     check("aws_credentials", credentials)
+    check("evaluation_bucket", evaluation_bucket)
     check("image", image)
     check("subnets", subnets)
     check("security_group", security_group)
