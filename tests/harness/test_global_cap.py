@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -41,5 +42,5 @@ def test_two_controllers_respect_one_global_cap(tmp_path: Path) -> None:
             spans.append((datetime.fromisoformat(data["started_at"]), datetime.fromisoformat(data["finished_at"])))
     spans.sort()
     assert len(spans) == 4
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start, f"two rollouts ran at once under a cap of 1: {spans}"
