@@ -92,7 +92,9 @@ def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv
     stop.set()
     killer.join()
     assert code == 0, request.log_path.read_text()
-    assert len(killed) == 4
+    # One pass may kill two processes of one tunnel (the plugin and its own child), or a process
+    # that was itself a fresh restart: at least four kills, never past the restart budget.
+    assert 4 <= len(killed) <= 8
     host = next(h for h in aws.fake.hosts.values() if h.config.rollout_id == "tunnel")
     assert [i.index for i in host.broker.injected] == list(range(40))
     text = request.log_path.read_text()
