@@ -30,5 +30,6 @@ def test_every_example_passes_its_backends_offline_validation() -> None:
     for name in ("local-librecad.json", "hyperv-pool.json", "aws-fleet.json", "example-pool.json"):
         loaded = load_config(EXAMPLES / name)
         backend = host.infrastructure(loaded.config.infrastructure.backend)
-        problems = backend.call("validate_spec", spec=loaded.config.infrastructure, location=f"{name}: $.infrastructure")
+        problems = backend.call("validate_spec", spec=loaded.config.infrastructure,
+                                location=f"{name}: $.infrastructure")
         assert problems == [], (name, problems)
