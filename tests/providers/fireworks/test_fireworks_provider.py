@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from autocad_bench_fireworks.chat_session import TELEMETRY_FILE
 from autocad_bench_fireworks.options import PINNED_MODEL
 from autocad_bench_fireworks.provider import FireworksProvider
 
+from autocad_bench.providers.chat.session import TELEMETRY_FILE
 from autocad_bench.providers.models import Credentials, ModelSpec
 from tests.providers.fireworks.helpers import DONE, MOVE, run_pilot, scan_for, scripted_default
 from tests.providers.fireworks.wire_chat import ChatCompletionsWire

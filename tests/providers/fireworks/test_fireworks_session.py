@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_fireworks.chat_session import TELEMETRY_FILE, ChatCompletionsSession
 from autocad_bench_fireworks.options import PINNED_MODEL
 from autocad_bench_fireworks.provider import FireworksProvider
 
 from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, computer_action_schema
 from autocad_bench.models import ArtifactRef
+from autocad_bench.providers.chat.session import TELEMETRY_FILE, ChatCompletionsSession
 from autocad_bench.providers.models import Credentials, ModelSpec, ModelTurn, ProviderErrorKind
 from autocad_bench.retry import (
     MalformedResponsesExhausted,

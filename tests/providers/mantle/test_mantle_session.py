@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_mantle.chat_session import TELEMETRY_FILE, HistorySession
 from autocad_bench_mantle.options import PINNED_MODEL
 from autocad_bench_mantle.provider import AutoApiSession, MantleProvider
 
 from autocad_bench.models import ArtifactRef
+from autocad_bench.providers.chat.session import TELEMETRY_FILE, HistorySession
 from autocad_bench.providers.models import Credentials, ModelSpec, ModelTurn, ProviderErrorKind
 from autocad_bench.providers.session import ProviderSession
 from autocad_bench.retry import ModelCaller

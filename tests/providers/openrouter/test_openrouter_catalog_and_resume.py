@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from autocad_bench_openrouter.images import ArtifactIntegrityError
 from autocad_bench_openrouter.provider import OpenrouterProvider
 
 from autocad_bench.actions.schema import computer_action_schema
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.models import Credentials, ModelSpec, ModelTurn, SessionRequest
+from autocad_bench.providers.support.images import ArtifactIntegrityError
 from autocad_bench.testing.fake_broker import png_frame
 from autocad_bench.testing.provider_conformance import (
     CONFORMANCE_DISPLAY,

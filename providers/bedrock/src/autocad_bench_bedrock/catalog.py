@@ -8,12 +8,10 @@ foundation models they route to.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Any
 
-from pydantic import ValidationError
-
 from autocad_bench.providers.models import CatalogEntry, ModelSpec
+from autocad_bench.providers.support.catalog import check_grouped
 
 from .errors import classify_botocore
 from .options import BedrockOptions, parse_options
@@ -33,20 +31,9 @@ def boto_session(options: BedrockOptions) -> Any:
 
 
 def check_catalog(provider: str, models: list[ModelSpec]) -> list[CatalogEntry]:
-    groups: dict[tuple[str | None, str | None, str | None], list[tuple[ModelSpec, BedrockOptions]]] = defaultdict(
-        list)
-    out: list[CatalogEntry] = []
-    for spec in models:
-        try:
-            options = parse_options(spec)
-        except (ValidationError, ValueError, TypeError) as error:
-            out.append(CatalogEntry(provider=provider, model=spec.model, available=False,
-                                    reason=f"invalid provider_options: {error}"))
-            continue
-        groups[(options.region, options.aws_profile, options.catalog_endpoint_url)].append((spec, options))
-    for items in groups.values():
-        out.extend(_check_group(provider, items))
-    return out
+    return check_grouped(provider, models, parse_options,
+                         lambda options: (options.region, options.aws_profile, options.catalog_endpoint_url),
+                         lambda _, items: _check_group(provider, items))
 
 
 def _check_group(provider: str, items: list[tuple[ModelSpec, BedrockOptions]]) -> list[CatalogEntry]:

@@ -30,6 +30,7 @@ from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, COMPUTER_A
 from autocad_bench.models import ArtifactRef, JsonObject
 from autocad_bench.providers.models import ModelTurn, Observation, ProviderRequestError, SessionRequest, TokenUsage
 from autocad_bench.providers.session import ProviderSession
+from autocad_bench.providers.support.text import clip
 from autocad_bench.storage import append_jsonl
 
 from .errors import classify_botocore
@@ -118,7 +119,7 @@ class ConverseSession(ProviderSession):
         s = self._settings
         for old in self._exchanges:
             self._dropped.append({"turn": old["turn"], "call": old["summary"],
-                                  "result": _clip(str(old["result"]), s.outcome_chars)})
+                                  "result": clip(str(old["result"]), s.outcome_chars)})
         self._exchanges = []
         self._dropped = self._dropped[-s.summary_outcomes:]
         return True
@@ -249,7 +250,7 @@ class ConverseSession(ProviderSession):
         arguments = json.dumps(raw_input, separators=(",", ":")) if not isinstance(raw_input, str) else raw_input
         turn = ModelTurn(tool_use_id=f"r{sequence:05d}-{call_id}", action_input=action_input, malformed=malformed,
                          usage=usage, response_id=response_id, text=text, stop_reason=stop)
-        return turn, kept, call_id, _clip(f"{name} {arguments}", self._settings.call_chars), usage_raw
+        return turn, kept, call_id, clip(f"{name} {arguments}", self._settings.call_chars), usage_raw
 
     def _commit(self, observation: Observation, assistant: list[JsonObject], call_id: str | None,
                 summary: str) -> None:
@@ -260,7 +261,7 @@ class ConverseSession(ProviderSession):
         while len(self._exchanges) > s.history_turns:
             old = self._exchanges.pop(0)
             self._dropped.append({"turn": old["turn"], "call": old["summary"],
-                                  "result": _clip(str(old["result"]), s.outcome_chars)})
+                                  "result": clip(str(old["result"]), s.outcome_chars)})
         self._dropped = self._dropped[-s.summary_outcomes:]
         self._awaiting = {"turn": observation.turn_index, "assistant": cast(JsonValue, assistant),
                           "tool_use_id": call_id, "summary": summary}
@@ -350,11 +351,6 @@ def _error_headers(exc: BaseException) -> dict[str, Any]:
         if isinstance(headers, dict):
             return headers
     return {}
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 __all__ = ["ConverseSession", "ConverseSettings", "FrameChecksumError", "ProviderRequestError"]

@@ -7,14 +7,13 @@ with 429 although it is a server-side state, and size rejections arrive as a 400
 
 from __future__ import annotations
 
-import email.utils
-import math
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from autocad_bench.providers.models import ProviderErrorKind, ProviderRequestError
+from autocad_bench.providers.support.errors import parse_retry_after
+from autocad_bench.providers.support.text import clip
 
 _RATE_LIMITED = frozenset({"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException",
                            "ThrottledException", "RequestLimitExceeded"})
@@ -60,8 +59,9 @@ def classify_botocore(exc: BaseException) -> ProviderRequestError | None:
 
 def classify_client_error(code: str, message: str, status: int | None,
                           headers: Mapping[str, Any]) -> ProviderRequestError:
-    retry_after = retry_after_seconds(headers)
-    text = f"{code or 'error'} (HTTP {status}): {_clip(message)}"
+    # Only ``retry-after`` (seconds or an HTTP date): AWS sends no ``retry-after-ms``.
+    retry_after = parse_retry_after(headers, milliseconds=False)
+    text = f"{code or 'error'} (HTTP {status}): {clip(message, _MESSAGE_LIMIT)}"
     if code in _RATE_LIMITED:
         kind = ProviderErrorKind.RATE_LIMITED
     elif code in _SERVER:
@@ -82,25 +82,3 @@ def classify_client_error(code: str, message: str, status: int | None,
         retry_after = None
     return ProviderRequestError(kind, text, status=status, retry_after_s=retry_after)
 
-
-def retry_after_seconds(headers: Mapping[str, Any]) -> float | None:
-    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None or when.tzinfo is None:
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."

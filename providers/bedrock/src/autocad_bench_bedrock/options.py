@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.validation import problems_from_validation_error
+from autocad_bench.providers.support.specs import spec_problems
 
 REGION_PATTERN = r"^[a-z]{2,8}(-[a-z0-9]+)+-\d+$"
 
@@ -42,13 +42,4 @@ def parse_options(model: ModelSpec) -> BedrockOptions:
 
 def option_problems(model: ModelSpec, location: str) -> list[Problem]:
     """Located problems of a Bedrock model spec (never raises)."""
-    problems: list[Problem] = []
-    if not isinstance(model.model, str) or not model.model.strip():
-        problems.append(Problem(f"{location}.model", "model id must not be empty"))
-    try:
-        parse_options(model)
-    except ValidationError as error:
-        problems += problems_from_validation_error(error, f"{location}.provider_options")
-    except (TypeError, ValueError) as error:
-        problems.append(Problem(f"{location}.provider_options", str(error)))
-    return problems
+    return spec_problems(model, location, parse_options)[0]

@@ -21,15 +21,12 @@ class BedrockProvider(ModelProvider):
 
     name: ClassVar[str] = "bedrock"
     credential_env: ClassVar[tuple[str, ...]] = ()
+    """None: the AWS standard chain (profile, SSO, roles) supplies credentials, so ``credential_names`` is empty."""
     catalog_region_option: ClassVar[str] = "region"
     catalog_profile_option: ClassVar[str] = "aws_profile"
 
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
         return option_problems(model, location)
-
-    def credential_names(self, model: ModelSpec) -> list[str]:
-        # The AWS standard chain (profile, SSO, roles) supplies credentials; no variable is required.
-        return []
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         from .catalog import check_catalog

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
-from pydantic import ValidationError
-
+from autocad_bench.providers.chat.wire import advertised_image_input, classify_openai_error
 from autocad_bench.providers.models import CatalogEntry, ModelSpec
+from autocad_bench.providers.support.catalog import check_grouped
 
-from .chat_wire import advertised_image_input, classify_openai_error
 from .options import parse_options
 
 
@@ -18,17 +16,8 @@ def check_catalog(provider: str, models: list[ModelSpec], api_key: str | None) -
     if not api_key:
         return [CatalogEntry(provider=provider, model=m.model, available=False,
                              reason="not checked: FIREWORKS_API_KEY is not set") for m in models]
-    by_url: dict[str, list[ModelSpec]] = defaultdict(list)
-    out: list[CatalogEntry] = []
-    for spec in models:
-        try:
-            by_url[parse_options(spec).base_url].append(spec)
-        except (ValidationError, ValueError, TypeError) as error:
-            out.append(CatalogEntry(provider=provider, model=spec.model, available=False,
-                                    reason=f"invalid provider_options: {error}"))
-    for base_url, specs in by_url.items():
-        out.extend(_check_endpoint(provider, base_url, specs, api_key))
-    return out
+    return check_grouped(provider, models, parse_options, lambda options: options.base_url,
+                         lambda base_url, items: _check_endpoint(provider, base_url, [s for s, _ in items], api_key))
 
 
 def _check_endpoint(provider: str, base_url: str, specs: list[ModelSpec], api_key: str) -> list[CatalogEntry]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.validation import problems_from_validation_error
+from autocad_bench.providers.support.specs import id_problems, spec_problems
 
 DEFAULT_BASE_URL = "https://api.fireworks.ai/inference/v1"
 PINNED_PROFILE = "fireworks-kimi-k2p6-fast-chat"
@@ -74,22 +74,14 @@ def parse_options(model: ModelSpec) -> FireworksOptions:
 
 def option_problems(model: ModelSpec, location: str) -> list[Problem]:
     """Located problems of a Fireworks model spec (never raises)."""
-    problems: list[Problem] = []
-    where = f"{location}.provider_options"
-    if not isinstance(model.model, str) or not model.model.strip():
-        problems.append(Problem(f"{location}.model", "model id must not be empty"))
     if "service_tier" in model.options:
-        problems.append(Problem(
-            f"{where}.service_tier",
+        return [*id_problems(model, location), Problem(
+            f"{location}.provider_options.service_tier",
             "not supported: the Fast tier is selected by the router model id and excludes Priority service_tier",
-        ))
+        )]
+    problems, options = spec_problems(model, location, parse_options)
+    if options is None:
         return problems
-    try:
-        options = parse_options(model)
-    except ValidationError as error:
-        return problems + problems_from_validation_error(error, where)
-    except (TypeError, ValueError) as error:
-        return [*problems, Problem(where, str(error))]
     if options.profile == PINNED_PROFILE and model.model != PINNED_MODEL:
         problems.append(Problem(
             f"{location}.model",

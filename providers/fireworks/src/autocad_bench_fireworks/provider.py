@@ -41,8 +41,8 @@ class FireworksProvider(ModelProvider):
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         from openai import AsyncOpenAI
 
-        from .chat_session import ChatCompletionsSession, SessionSettings, session_key
-        from .history import HistoryLimits
+        from autocad_bench.providers.chat.history import HistoryLimits
+        from autocad_bench.providers.chat.session import ChatCompletionsSession, SessionSettings, session_key
 
         key_value = credentials.get(API_KEY_ENV)
         if not key_value:
@@ -59,13 +59,7 @@ class FireworksProvider(ModelProvider):
             profile=options.profile_name(model),
             model=model,
             max_tokens=options.max_tokens,
-            limits=HistoryLimits(
-                max_messages=options.max_messages,
-                max_request_bytes=options.max_request_bytes,
-                max_images=options.max_images,
-                max_image_base64_bytes=options.max_image_base64_bytes,
-                summary_outcomes=options.summary_outcomes,
-            ),
+            limits=HistoryLimits.of(options),
             strict_tools=options.strict_tools,
             temperature=options.temperature,
             reasoning_effort=options.reasoning_effort,

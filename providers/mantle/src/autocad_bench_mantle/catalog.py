@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, cast
 
-from pydantic import ValidationError
-
+from autocad_bench.providers.chat.wire import advertised_image_input, classify_openai_error
 from autocad_bench.providers.models import CatalogEntry, ModelSpec
+from autocad_bench.providers.support.catalog import check_grouped
 
-from .chat_wire import advertised_image_input, classify_openai_error
 from .options import MantleOptions, base_url, parse_options
 from .sigv4 import AwsCredentialSource, MantleSigV4Auth, NoAwsCredentialsError
 
@@ -58,19 +56,9 @@ def list_models(url: str, auth: MantleSigV4Auth, timeout_s: float = 30.0) -> dic
 
 
 def check_catalog(provider: str, models: list[ModelSpec]) -> list[CatalogEntry]:
-    groups: dict[tuple[str | None, str | None, str | None], list[tuple[ModelSpec, MantleOptions]]] = defaultdict(list)
-    out: list[CatalogEntry] = []
-    for spec in models:
-        try:
-            options = parse_options(spec)
-        except (ValidationError, ValueError, TypeError) as error:
-            out.append(CatalogEntry(provider=provider, model=spec.model, available=False,
-                                    reason=f"invalid provider_options: {error}"))
-            continue
-        groups[(options.region, options.aws_profile, options.base_url)].append((spec, options))
-    for items in groups.values():
-        out.extend(_check_group(provider, items))
-    return out
+    return check_grouped(provider, models, parse_options,
+                         lambda options: (options.region, options.aws_profile, options.base_url),
+                         lambda _, items: _check_group(provider, items))
 
 
 def _check_group(provider: str, items: list[tuple[ModelSpec, MantleOptions]]) -> list[CatalogEntry]:

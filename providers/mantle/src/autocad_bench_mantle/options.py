@@ -6,11 +6,11 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.validation import problems_from_validation_error
+from autocad_bench.providers.support.specs import spec_problems
 
 PINNED_PROFILE = "mantle-kimi-k2.5-chat"
 PINNED_MODEL = "moonshotai.kimi-k2.5"
@@ -85,19 +85,13 @@ def base_url(options: MantleOptions, region: str, environ: Mapping[str, str] | N
 
 def option_problems(model: ModelSpec, location: str) -> list[Problem]:
     """Located problems of a Mantle model spec (never raises)."""
-    problems: list[Problem] = []
-    where = f"{location}.provider_options"
-    if not isinstance(model.model, str) or not model.model.strip():
-        problems.append(Problem(f"{location}.model", "model id must not be empty"))
-    try:
-        options = parse_options(model)
-    except ValidationError as error:
-        return problems + problems_from_validation_error(error, where)
-    except (TypeError, ValueError) as error:
-        return [*problems, Problem(where, str(error))]
+    problems, options = spec_problems(model, location, parse_options)
+    if options is None:
+        return problems
     if options.profile == PINNED_PROFILE and model.model != PINNED_MODEL:
         problems.append(Problem(f"{location}.model",
                                 f"profile {PINNED_PROFILE!r} pins model {PINNED_MODEL!r}, not {model.model!r}"))
     if model.model in CHAT_ONLY_MODELS and options.api == "responses":
-        problems.append(Problem(f"{where}.api", f"{model.model} does not support Mantle Responses; use 'chat'"))
+        problems.append(Problem(f"{location}.provider_options.api",
+                                f"{model.model} does not support Mantle Responses; use 'chat'"))
     return problems

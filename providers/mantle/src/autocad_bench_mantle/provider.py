@@ -32,7 +32,7 @@ from .options import PINNED_MODEL, option_problems, parse_options
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from .chat_session import HistorySession
+    from autocad_bench.providers.chat.session import HistorySession
 
 
 class MantleProvider(ModelProvider):
@@ -40,6 +40,7 @@ class MantleProvider(ModelProvider):
 
     name: ClassVar[str] = "mantle"
     credential_env: ClassVar[tuple[str, ...]] = ()
+    """None: the AWS standard chain (profile, SSO, roles) supplies credentials, so ``credential_names`` is empty."""
     pinned_models: ClassVar[tuple[str, ...]] = (PINNED_MODEL,)
     """Checked by ``autocad-bench-models`` when no configuration or model is named."""
     catalog_region_option: ClassVar[str] = "region"
@@ -47,10 +48,6 @@ class MantleProvider(ModelProvider):
 
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
         return option_problems(model, location)
-
-    def credential_names(self, model: ModelSpec) -> list[str]:
-        # The AWS standard chain (profile, SSO, roles) supplies credentials; no variable is required.
-        return []
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         from .catalog import check_catalog
@@ -61,8 +58,9 @@ class MantleProvider(ModelProvider):
         import httpx
         from openai import AsyncOpenAI
 
+        from autocad_bench.providers.chat.session import session_key
+
         from .catalog import SIGV4_PLACEHOLDER_KEY, resolve_region
-        from .chat_session import session_key
         from .options import base_url
         from .sigv4 import AwsCredentialSource, MantleSigV4Auth
 
@@ -92,8 +90,8 @@ class MantleProvider(ModelProvider):
 
 def _session(request: SessionRequest, api: Literal["chat", "responses"], key: str,
              client: AsyncOpenAI) -> HistorySession:
-    from .chat_session import ChatCompletionsSession, SessionSettings
-    from .history import HistoryLimits
+    from autocad_bench.providers.chat.history import HistoryLimits
+    from autocad_bench.providers.chat.session import ChatCompletionsSession, SessionSettings
 
     options = parse_options(request.model)
     model = request.model.model
@@ -102,13 +100,7 @@ def _session(request: SessionRequest, api: Literal["chat", "responses"], key: st
         profile=options.profile_name(model),
         model=model,
         max_tokens=options.max_tokens,
-        limits=HistoryLimits(
-            max_messages=options.max_messages,
-            max_request_bytes=options.max_request_bytes,
-            max_images=options.max_images,
-            max_image_base64_bytes=options.max_image_base64_bytes,
-            summary_outcomes=options.summary_outcomes,
-        ),
+        limits=HistoryLimits.of(options),
         strict_tools=options.strict(api, model),
         temperature=options.temperature,
         header_prefixes=("x-amzn-bedrock-", "x-ratelimit-"),
@@ -151,8 +143,9 @@ class AutoApiSession(ProviderSession):
     async def _resolve(self) -> Literal["chat", "responses"]:
         import openai
 
+        from autocad_bench.providers.chat.session import failure
+
         from .catalog import advertises_responses
-        from .chat_session import failure
 
         try:
             page = await self._client.models.list()

@@ -6,16 +6,14 @@ The SDK is imported only when a session or a catalog check needs it.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING, ClassVar
-
-from pydantic import ValidationError
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.validation import problems_from_validation_error
+from autocad_bench.providers.support.catalog import base_url_or_default, check_per_base_url, not_checked
+from autocad_bench.providers.support.specs import spec_problems
 from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions
 from autocad_bench_openai.session import CREDENTIAL, OpenaiSession
 
@@ -35,36 +33,20 @@ class OpenaiProvider(ModelProvider):
         return "OpenaiProvider()"
 
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        problems: list[Problem] = []
-        if not model.model.strip():
-            problems.append(Problem(f"{location}.model", "model id must not be empty"))
-        try:
-            OpenaiOptions.model_validate(model.options)
-        except ValidationError as error:
-            problems.extend(problems_from_validation_error(error, f"{location}.provider_options"))
-        return problems
+        return spec_problems(model, location, _parse)[0]
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Retrieve each model id from ``GET /models/{id}`` (read-only) when the key is set."""
         if CREDENTIAL not in credentials:
-            return [CatalogEntry(provider=self.name, model=m.model, available=True,
-                                 reason=f"not checked: {CREDENTIAL} is not set") for m in models]
+            return not_checked(self.name, models, f"{CREDENTIAL} is not set")
         import openai
 
-        by_base: dict[str, list[ModelSpec]] = defaultdict(list)
-        for spec in models:
-            try:
-                base = OpenaiOptions.model_validate(spec.options).base_url or DEFAULT_BASE_URL
-            except ValidationError:
-                base = DEFAULT_BASE_URL
-            by_base[base].append(spec)
-        entries: dict[int, CatalogEntry] = {}
-        for base, specs in by_base.items():
+        def check(base: str, specs: list[ModelSpec]) -> list[CatalogEntry]:
             with openai.OpenAI(api_key=credentials[CREDENTIAL], base_url=base, max_retries=0,
                                timeout=CATALOG_TIMEOUT_S) as client:
-                for spec in specs:
-                    entries[id(spec)] = self._lookup(client, spec.model)
-        return [entries[id(spec)] for spec in models]
+                return [self._lookup(client, spec.model) for spec in specs]
+
+        return check_per_base_url(models, lambda spec: base_url_or_default(spec, _parse, DEFAULT_BASE_URL), check)
 
     def _lookup(self, client: openai.OpenAI, model: str) -> CatalogEntry:
         import openai as sdk
@@ -89,5 +71,8 @@ class OpenaiProvider(ModelProvider):
         return CatalogEntry(provider=self.name, model=found.id, available=True)
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
-        options = OpenaiOptions.model_validate(request.model.options)
-        return OpenaiSession(request, options, credentials)
+        return OpenaiSession(request, _parse(request.model), credentials)
+
+
+def _parse(model: ModelSpec) -> OpenaiOptions:
+    return OpenaiOptions.model_validate(model.options)

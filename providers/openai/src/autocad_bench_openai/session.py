@@ -16,7 +16,6 @@ a failed request is retried with the identical body.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -24,19 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, COMPUTER_ACTION_TOOL_NAME
 from autocad_bench.models import ArtifactRef, JsonObject
-from autocad_bench.providers.models import (
-    Credentials,
-    ModelTurn,
-    Observation,
-    ProviderErrorKind,
-    ProviderRequestError,
-    SessionRequest,
-    TokenUsage,
+from autocad_bench.providers.models import Credentials, ModelTurn, Observation, SessionRequest
+from autocad_bench.providers.support.responses import (
+    INSTRUCTIONS,
+    ResponsesClientSession,
+    read_output,
+    rollout_cache_key,
 )
-from autocad_bench.providers.session import ProviderSession
-from autocad_bench_openai.errors import classify, failed_response
 from autocad_bench_openai.history import Entry, answered, parse_arguments, render, trimmed
-from autocad_bench_openai.images import DataUrlCache
 from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions
 
 if TYPE_CHECKING:
@@ -46,24 +40,10 @@ if TYPE_CHECKING:
 CREDENTIAL = "OPENAI_API_KEY"
 CHECKPOINT_FORMAT = "autocad-bench-openai/1"
 
-INSTRUCTIONS = (
-    "You operate a CAD application on a {width}x{height} desktop, only through the "
-    "computer_action tool. The first message gives the task and a reference image of the expected "
-    "result. After each of your tool calls the controller reports what happened and you receive a "
-    "new screenshot of the whole desktop. Work step by step, check every screenshot, and finish with "
-    "a batch whose last action is 'done' once the drawing matches the task."
-)
-
 
 def dumps(value: Any) -> bytes:
     """Compact, deterministic JSON bytes (UTF-8, no NaN), as the SDK itself would send them."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-def prompt_cache_key(request: SessionRequest) -> str:
-    """A short key stable for the whole rollout (all attempts), unique per rollout and model."""
-    digest = hashlib.sha256(f"{request.rollout_id}\x00{request.model.model}".encode()).hexdigest()
-    return f"acb-{digest[:32]}"
 
 
 class OpenaiCheckpoint(BaseModel):
@@ -80,17 +60,16 @@ class OpenaiCheckpoint(BaseModel):
     last_frame: ArtifactRef | None = None
 
 
-class OpenaiSession(ProviderSession):
+class OpenaiSession(ResponsesClientSession):
     """The ``openai`` provider's session; see the module docstring."""
 
     provider_name = "openai"
+    credential = CREDENTIAL
+    checkpoint_format = CHECKPOINT_FORMAT
 
     def __init__(self, request: SessionRequest, options: OpenaiOptions, credentials: Credentials) -> None:
-        self._request = request
+        super().__init__(request, options, credentials, DEFAULT_BASE_URL)
         self._options = options
-        self._api_key = credentials.get(CREDENTIAL)
-        self._images = DataUrlCache(request.rollout_dir)
-        self._client: AsyncOpenAI | None = None
         self._tool: dict[str, Any] = {
             "type": "function",
             "name": COMPUTER_ACTION_TOOL_NAME,
@@ -101,13 +80,10 @@ class OpenaiSession(ProviderSession):
         self._instructions = INSTRUCTIONS.format(width=request.display.width, height=request.display.height)
         if request.resume_state is not None:
             state = OpenaiCheckpoint.model_validate(request.resume_state)
-            if state.format != CHECKPOINT_FORMAT:
-                raise ValueError(f"cannot resume from checkpoint format {state.format!r}")
-            if state.reference.sha256 != request.reference.sha256:
-                raise ValueError("the checkpoint was made with a different reference image")
+            self._check_checkpoint(state.format, state.reference)
             self._state = state
         else:
-            self._state = OpenaiCheckpoint(prompt_cache_key=prompt_cache_key(request), reference=request.reference)
+            self._state = OpenaiCheckpoint(prompt_cache_key=rollout_cache_key(request), reference=request.reference)
 
     def __repr__(self) -> str:
         return (f"OpenaiSession(model={self._request.model.model!r}, rollout={self._request.rollout_id!r}, "
@@ -187,43 +163,21 @@ class OpenaiSession(ProviderSession):
             body["prompt_cache_retention"] = o.prompt_cache_retention
         return body, entries, used
 
-    def _client_for_loop(self) -> AsyncOpenAI:
-        if self._client is None:
-            import openai
+    def _connect(self) -> tuple[AsyncOpenAI, type[Response]]:
+        import openai
+        from openai.types.responses import Response
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self._options.base_url or DEFAULT_BASE_URL,
-                max_retries=0,
-                timeout=self._options.timeout_s,
-            )
-        return self._client
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=0,
+                                  timeout=self._timeout_s), Response
 
     # --- ProviderSession ------------------------------------------------------------------
 
     async def next_turn(self, observation: Observation) -> ModelTurn:
-        if not self._api_key:
-            raise ProviderRequestError(ProviderErrorKind.FATAL, f"{CREDENTIAL} is not set")
+        self._require_credential()
         body, entries = self.build_body(observation)
-        client = self._client_for_loop()
-        from openai.types.responses import Response
-
-        try:
-            # Pre-serialized: the SDK's per-call transformation of typed params costs tens of
-            # milliseconds per turn for this body, and the bytes are ours to keep deterministic.
-            response = await client.post(
-                "/responses", cast_to=Response, content=body,
-                options={"headers": {"Content-Type": "application/json"}, "timeout": self._options.timeout_s},
-            )
-        except Exception as error:
-            classified = classify(error, self.provider_name)
-            if classified is None:
-                raise
-            raise self._redacted(classified) from None
-        failed = failed_response(getattr(response, "status", None), getattr(response, "error", None),
-                                 self.provider_name)
-        if failed is not None:
-            raise self._redacted(failed)
+        # Pre-serialized: the SDK's per-call transformation of typed params costs tens of
+        # milliseconds per turn for this body, and the bytes are ours to keep deterministic.
+        response = await self._post(body, {"Content-Type": "application/json"})
         turn, entry = self._read(response, observation.turn_index)
         state = self._state
         history, dropped = trimmed([*entries, entry], self._options.history_turns)
@@ -250,40 +204,14 @@ class OpenaiSession(ProviderSession):
     def checkpoint(self) -> JsonObject:
         return self._state.model_dump(mode="json")
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-
     # --- response parsing -----------------------------------------------------------------
 
     def _read(self, response: Response, turn_index: int) -> tuple[ModelTurn, Entry]:
-        texts: list[str] = []
-        calls: list[Any] = []
-        for item in getattr(response, "output", None) or []:
-            kind = getattr(item, "type", None)
-            if kind == "function_call":
-                calls.append(item)
-            elif kind == "message":
-                for part in getattr(item, "content", None) or []:
-                    text = getattr(part, "text", None) or getattr(part, "refusal", None)
-                    if isinstance(text, str):
-                        texts.append(text)
-        text = "\n".join(texts)
-        usage = usage_of(response)
-        response_id = getattr(response, "id", None)
-        status = getattr(response, "status", None) or "completed"
-        details = getattr(response, "incomplete_details", None)
-        reason = getattr(details, "reason", None) if details is not None else None
-        stop = f"{status}:{reason}" if reason else str(status)
-        ours = [c for c in calls if getattr(c, "name", None) == COMPUTER_ACTION_TOOL_NAME]
+        output = read_output(response)
+        text, usage, response_id, stop, ours = output.text, output.usage, output.response_id, output.stop, output.ours
         if not ours:
-            others = sorted({str(getattr(c, "name", "?")) for c in calls})
-            missing = ("the response called " + ", ".join(others) + " instead of computer_action" if others
-                       else "the response did not call computer_action")
-            if reason:
-                missing += f" (response {status}: {reason})"
-            call_id = f"{response_id or f'response-{self._state.responses}'}-nocall"
+            missing = output.missing_call()
+            call_id = output.no_call_id(self._state.responses)
             turn = ModelTurn(tool_use_id=call_id, action_input=None, malformed=missing, usage=usage,
                              response_id=response_id, text=text, stop_reason=stop)
             return turn, Entry(turn_index=turn_index, call_id=call_id, text=text or f"({missing})")
@@ -301,30 +229,3 @@ class OpenaiSession(ProviderSession):
         turn = ModelTurn(tool_use_id=call_id, action_input=value, usage=usage, response_id=response_id,
                          text=text, stop_reason=stop)
         return turn, Entry(turn_index=turn_index, call_id=call_id, arguments=raw)
-
-    def _redacted(self, error: ProviderRequestError) -> ProviderRequestError:
-        message = str(error)
-        if self._api_key and self._api_key in message:
-            message = message.replace(self._api_key, "[redacted]")
-            return ProviderRequestError(error.kind, message, status=error.status, retry_after_s=error.retry_after_s)
-        return error
-
-
-def usage_of(response: Response) -> TokenUsage:
-    """TokenUsage from a Responses ``usage``: uncached input = input - cached - cache writes."""
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    details = getattr(usage, "input_tokens_details", None)
-    cached = int(getattr(details, "cached_tokens", 0) or 0)
-    written = int(getattr(details, "cache_write_tokens", 0) or 0)
-    out_details = getattr(usage, "output_tokens_details", None)
-    reasoning = int(getattr(out_details, "reasoning_tokens", 0) or 0)
-    total_input = int(usage.input_tokens or 0)
-    return TokenUsage(
-        input_tokens=max(0, total_input - cached - written),
-        cached_input_tokens=cached,
-        cache_write_tokens=written,
-        output_tokens=int(usage.output_tokens or 0),
-        reasoning_tokens=reasoning,
-    )

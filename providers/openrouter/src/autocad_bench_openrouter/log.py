@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from autocad_bench.models import ArtifactRef
-from autocad_bench_openrouter.images import DataUrlCache
+from autocad_bench.providers.support.images import DataUrlCache
 
 OMITTED_SCREENSHOT = "(screenshot omitted to reduce the request size)"
 

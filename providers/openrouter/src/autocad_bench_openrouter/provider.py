@@ -7,16 +7,14 @@ when a session or a catalog check needs it.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import ValidationError
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.validation import problems_from_validation_error
+from autocad_bench.providers.support.catalog import base_url_or_default, check_per_base_url, not_checked
+from autocad_bench.providers.support.specs import spec_problems
 from autocad_bench_openrouter.options import DEFAULT_BASE_URL, OpenrouterOptions
 from autocad_bench_openrouter.session import CREDENTIAL, OpenrouterSession
 
@@ -36,40 +34,25 @@ class OpenrouterProvider(ModelProvider):
         return "OpenrouterProvider()"
 
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        problems: list[Problem] = []
-        if not model.model.strip():
-            problems.append(Problem(f"{location}.model", "model id must not be empty"))
-        elif "/" not in model.model:
-            problems.append(Problem(f"{location}.model",
-                                    "OpenRouter model ids are 'vendor/model' (e.g. 'anthropic/claude-sonnet-4.5')"))
-        try:
-            OpenrouterOptions.model_validate(model.options)
-        except ValidationError as error:
-            problems.extend(problems_from_validation_error(error, f"{location}.provider_options"))
+        problems, _ = spec_problems(model, location, _parse)
+        if model.model.strip() and "/" not in model.model:
+            problems.insert(0, Problem(f"{location}.model",
+                                       "OpenRouter model ids are 'vendor/model' (e.g. 'anthropic/claude-sonnet-4.5')"))
         return problems
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Look the ids up in ``GET /models`` (read-only) when the key is set."""
         if CREDENTIAL not in credentials:
-            return [CatalogEntry(provider=self.name, model=m.model, available=True,
-                                 reason=f"not checked: {CREDENTIAL} is not set") for m in models]
+            return not_checked(self.name, models, f"{CREDENTIAL} is not set")
         import openai as sdk
 
-        by_base: dict[str, list[ModelSpec]] = defaultdict(list)
-        for spec in models:
-            try:
-                base = OpenrouterOptions.model_validate(spec.options).base_url or DEFAULT_BASE_URL
-            except ValidationError:
-                base = DEFAULT_BASE_URL
-            by_base[base].append(spec)
-        entries: dict[int, CatalogEntry] = {}
-        for base, specs in by_base.items():
+        def check(base: str, specs: list[ModelSpec]) -> list[CatalogEntry]:
             with sdk.OpenAI(api_key=credentials[CREDENTIAL], base_url=base, max_retries=0,
                             timeout=CATALOG_TIMEOUT_S) as client:
                 catalog = self._catalog(client)
-                for spec in specs:
-                    entries[id(spec)] = self._entry(spec.model, catalog)
-        return [entries[id(spec)] for spec in models]
+                return [self._entry(spec.model, catalog) for spec in specs]
+
+        return check_per_base_url(models, lambda spec: base_url_or_default(spec, _parse, DEFAULT_BASE_URL), check)
 
     @staticmethod
     def _catalog(client: openai.OpenAI) -> dict[str, Any] | str:
@@ -98,5 +81,8 @@ class OpenrouterProvider(ModelProvider):
                             image_input=image_input, reason=reason)
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
-        options = OpenrouterOptions.model_validate(request.model.options)
-        return OpenrouterSession(request, options, credentials)
+        return OpenrouterSession(request, _parse(request.model), credentials)
+
+
+def _parse(model: ModelSpec) -> OpenrouterOptions:
+    return OpenrouterOptions.model_validate(model.options)

@@ -20,27 +20,22 @@ only after a successful response: a failed request is retried with the identical
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import AsyncIterator
+from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, COMPUTER_ACTION_TOOL_NAME
 from autocad_bench.models import ArtifactRef, JsonObject
-from autocad_bench.providers.models import (
-    Credentials,
-    ModelTurn,
-    Observation,
-    ProviderErrorKind,
-    ProviderRequestError,
-    SessionRequest,
-    TokenUsage,
+from autocad_bench.providers.models import Credentials, ModelTurn, Observation, SessionRequest
+from autocad_bench.providers.support.responses import (
+    INSTRUCTIONS,
+    ResponsesClientSession,
+    read_output,
+    rollout_cache_key,
 )
-from autocad_bench.providers.session import ProviderSession
-from autocad_bench_openrouter.errors import classify, failed_response
-from autocad_bench_openrouter.images import DataUrlCache
 from autocad_bench_openrouter.log import AppendOnlyLog, dumps, image_part, text_part, user_message
 from autocad_bench_openrouter.options import DEFAULT_BASE_URL, OpenrouterOptions
 
@@ -51,20 +46,6 @@ if TYPE_CHECKING:
 CREDENTIAL = "OPENROUTER_API_KEY"
 CHECKPOINT_FORMAT = "autocad-bench-openrouter/1"
 NO_RESULT = "(no result was reported for this call)"
-
-INSTRUCTIONS = (
-    "You operate a CAD application on a {width}x{height} desktop, only through the "
-    "computer_action tool. The first message gives the task and a reference image of the expected "
-    "result. After each of your tool calls the controller reports what happened and you receive a "
-    "new screenshot of the whole desktop. Work step by step, check every screenshot, and finish with "
-    "a batch whose last action is 'done' once the drawing matches the task."
-)
-
-
-def session_key(request: SessionRequest) -> str:
-    """Short (36 characters) and stable for the whole rollout, across resumed attempts."""
-    digest = hashlib.sha256(f"{request.rollout_id}\x00{request.model.model}".encode()).hexdigest()
-    return f"acb-{digest[:32]}"
 
 
 class Pending(BaseModel):
@@ -89,32 +70,28 @@ class OpenrouterCheckpoint(BaseModel):
     responses: int = Field(default=0, ge=0)
 
 
-class OpenrouterSession(ProviderSession):
+class OpenrouterSession(ResponsesClientSession):
     """The ``openrouter`` provider's session; see the module docstring."""
 
     provider_name = "openrouter"
+    credential = CREDENTIAL
+    checkpoint_format = CHECKPOINT_FORMAT
 
     def __init__(self, request: SessionRequest, options: OpenrouterOptions, credentials: Credentials) -> None:
-        self._request = request
+        super().__init__(request, options, credentials, DEFAULT_BASE_URL)
         self._options = options
-        self._api_key = credentials.get(CREDENTIAL)
-        self._images = DataUrlCache(request.rollout_dir)
         self._log = AppendOnlyLog(self._images)
-        self._client: AsyncOpenAI | None = None
         self._claude = options.is_claude_route(request.model.model)
         if request.resume_state is not None:
             state = OpenrouterCheckpoint.model_validate(request.resume_state)
-            if state.format != CHECKPOINT_FORMAT:
-                raise ValueError(f"cannot resume from checkpoint format {state.format!r}")
-            if state.reference.sha256 != request.reference.sha256:
-                raise ValueError("the checkpoint was made with a different reference image")
+            self._check_checkpoint(state.format, state.reference)
             # Every historical image is read back and checksum-verified here, before any request.
             self._log.restore(state.items)
             self._key = state.session_key
             self._pending = state.pending
             self._responses = state.responses
         else:
-            self._key = session_key(request)
+            self._key = rollout_cache_key(request)
             self._pending = None
             self._responses = 0
         self._head, self._tail = self._frame_bytes()
@@ -219,44 +196,21 @@ class OpenrouterSession(ProviderSession):
         length = len(self._head) + self._log.size + len(chunks[-2]) + len(self._tail)
         return chunks, length, items, encoded
 
-    def _client_for_loop(self) -> AsyncOpenAI:
-        if self._client is None:
-            import openai
+    def _connect(self) -> tuple[AsyncOpenAI, type[Response]]:
+        import openai
+        from openai.types.responses import Response
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self._options.base_url or DEFAULT_BASE_URL,
-                max_retries=0,
-                timeout=self._options.timeout_s,
-            )
-        return self._client
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=0,
+                                  timeout=self._timeout_s), Response
 
     # --- ProviderSession ------------------------------------------------------------------
 
     async def next_turn(self, observation: Observation) -> ModelTurn:
-        if not self._api_key:
-            raise ProviderRequestError(ProviderErrorKind.FATAL, f"{CREDENTIAL} is not set")
+        self._require_credential()
         chunks, length, items, encoded = self.build_body(observation)
-        client = self._client_for_loop()
-        from openai.types.responses import Response
-
         # Streamed from the cached chunks with an explicit length: the history is never
         # copied into one buffer, so a turn costs the same CPU at turn 300 as at turn 1.
-        headers = {**self.headers, "Content-Length": str(length)}
-        try:
-            response = await client.post(
-                "/responses", cast_to=Response, content=_stream(chunks),
-                options={"headers": headers, "timeout": self._options.timeout_s},
-            )
-        except Exception as error:
-            classified = classify(error, self.provider_name)
-            if classified is None:
-                raise
-            raise self._redacted(classified) from None
-        failed = failed_response(getattr(response, "status", None), getattr(response, "error", None),
-                                 self.provider_name)
-        if failed is not None:
-            raise self._redacted(failed)
+        response = await self._post(_stream(chunks), {**self.headers, "Content-Length": str(length)})
         turn, appended, pending = self._read(response)
         self._log.extend([*items, *appended], [*encoded, *(dumps(item) for item in appended)])
         self._pending = pending
@@ -277,45 +231,22 @@ class OpenrouterSession(ProviderSession):
         )
         return state.model_dump(mode="json")
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-
     # --- response parsing -----------------------------------------------------------------
 
     def _read(self, response: Response) -> tuple[ModelTurn, list[dict[str, Any]], Pending]:
-        texts: list[str] = []
-        calls: list[Any] = []
+        output = read_output(response)
+        text, usage, response_id, stop, ours = output.text, output.usage, output.response_id, output.stop, output.ours
         reasoning: list[dict[str, Any]] = []
-        for item in getattr(response, "output", None) or []:
-            kind = getattr(item, "type", None)
-            if kind == "function_call":
-                calls.append(item)
-            elif kind == "reasoning" and self._options.replay_reasoning and not calls:
-                reasoning.append(item.model_dump(mode="json", exclude_none=True))
-            elif kind == "message":
-                for part in getattr(item, "content", None) or []:
-                    text = getattr(part, "text", None) or getattr(part, "refusal", None)
-                    if isinstance(text, str):
-                        texts.append(text)
-        text = "\n".join(texts)
-        usage = usage_of(response)
-        status = getattr(response, "status", None) or "completed"
-        details = getattr(response, "incomplete_details", None)
-        reason = getattr(details, "reason", None) if details is not None else None
-        stop = f"{status}:{reason}" if reason else str(status)
-        response_id = getattr(response, "id", None)
-        ours = [c for c in calls if getattr(c, "name", None) == COMPUTER_ACTION_TOOL_NAME]
+        if self._options.replay_reasoning:
+            # The reasoning items before the first call (the reasoning that led to it) are replayed.
+            for item in takewhile(lambda item: getattr(item, "type", None) != "function_call", output.items):
+                if getattr(item, "type", None) == "reasoning":
+                    reasoning.append(item.model_dump(mode="json", exclude_none=True))
         problem: str | None = None
         value: Any = None
         if not ours:
-            others = sorted({str(getattr(c, "name", "?")) for c in calls})
-            problem = ("the response called " + ", ".join(others) + " instead of computer_action" if others
-                       else "the response did not call computer_action")
-            if reason:
-                problem += f" (response {status}: {reason})"
-            tool_use_id = f"{response_id or f'response-{self._responses}'}-nocall"
+            problem = output.missing_call()
+            tool_use_id = output.no_call_id(self._responses)
             note = text or f"({problem})"
         else:
             call = ours[0]
@@ -343,34 +274,7 @@ class OpenrouterSession(ProviderSession):
                          text=text, stop_reason=stop)
         return turn, [*reasoning, call_item], Pending(tool_use_id=tool_use_id, is_call=True)
 
-    def _redacted(self, error: ProviderRequestError) -> ProviderRequestError:
-        message = str(error)
-        if self._api_key and self._api_key in message:
-            message = message.replace(self._api_key, "[redacted]")
-            return ProviderRequestError(error.kind, message, status=error.status, retry_after_s=error.retry_after_s)
-        return error
-
 
 async def _stream(chunks: list[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
-
-
-def usage_of(response: Response) -> TokenUsage:
-    """TokenUsage from a Responses ``usage``: uncached input = input - cached - cache writes."""
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return TokenUsage()
-    details = getattr(usage, "input_tokens_details", None)
-    cached = int(getattr(details, "cached_tokens", 0) or 0)
-    written = int(getattr(details, "cache_write_tokens", 0) or 0)
-    out_details = getattr(usage, "output_tokens_details", None)
-    reasoning = int(getattr(out_details, "reasoning_tokens", 0) or 0)
-    total_input = int(getattr(usage, "input_tokens", 0) or 0)
-    return TokenUsage(
-        input_tokens=max(0, total_input - cached - written),
-        cached_input_tokens=cached,
-        cache_write_tokens=written,
-        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-        reasoning_tokens=reasoning,
-    )
