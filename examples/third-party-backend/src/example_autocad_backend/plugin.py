@@ -43,6 +43,7 @@ from autocad_bench.infrastructure import (
     SharedChild,
     WorkerStatus,
 )
+from autocad_bench.infrastructure.processes import pid_alive
 
 
 class PoolSettings(BaseModel):
@@ -139,7 +140,7 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         if not 0 <= index < len(session.workers):
             return WorkerStatus(worker_id=worker_id, state="unknown", reconnectable=False, detail="no such worker")
         owner = _read_lease(_lease_path(session, index))
-        if owner and _alive(int(str(owner.get("pid", 0)))):
+        if owner and pid_alive(int(str(owner.get("pid", 0)))):
             return WorkerStatus(worker_id=worker_id, state="running", reconnectable=False,
                                 detail=f"still held by live process {owner['pid']}")
         ok, reason = _health(session.workers[index], os.environ.get(session.token_env, ""), session.health_timeout_s)
@@ -164,7 +165,7 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
 
 def _held(settings: PoolSettings, index: int) -> bool:
     owner = _read_lease(_lease_path(settings, index))
-    return owner is not None and _alive(int(str(owner.get("pid", 0))))
+    return owner is not None and pid_alive(int(str(owner.get("pid", 0))))
 
 
 def _read_lease(path: Path) -> dict[str, object] | None:
@@ -173,23 +174,6 @@ def _read_lease(path: Path) -> dict[str, object] | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A killed process whose parent died too may linger as a zombie until reaped.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _lease_path(settings: PoolSettings, index: int) -> Path:
@@ -202,7 +186,7 @@ def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker:
     Path(settings.lease_dir).mkdir(parents=True, exist_ok=True)
     if worker is not None:
         owner = _read_lease(_lease_path(settings, worker))
-        if owner and _alive(int(str(owner.get("pid", 0)))):
+        if owner and pid_alive(int(str(owner.get("pid", 0)))):
             raise RuntimeError(f"worker {worker} is still held by live process {owner['pid']}")
         # The stale lease of the interrupted rollout is ours to take over.
         with contextlib.suppress(FileNotFoundError):

@@ -9,28 +9,19 @@ set below 1, which only the test suite and the benchmark do. Counts are never sc
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from typing import Literal
+
+from autocad_bench.infrastructure.bounds import Bound, EvidenceBounds, TimeScale
+from autocad_bench.infrastructure.bounds import bounds_table as render_table
 
 TIME_SCALE_ENV = "AUTOCAD_BENCH_AWS_TIME_SCALE"
 """A factor in (0, 1] applied to every time bound (tests only); counts never change."""
+_SCALE = TimeScale(TIME_SCALE_ENV)
+time_scale, scaled = _SCALE.factor, _SCALE.scaled
 
-
-@dataclass(frozen=True, slots=True)
-class Bound:
-    """One row of the bounds table."""
-
-    boundary: str
-    value: float
-    unit: Literal["requests", "seconds", "processes", "restarts", "attempts", "clones", "checks", "passes",
-                  "minutes", "calls"]
-    behaviour: str
-
-    def render(self) -> str:
-        number = f"{self.value:g}"
-        return f"| {self.boundary} | {number} {self.unit} | {self.behaviour} |"
-
+Unit = Literal["requests", "seconds", "processes", "restarts", "attempts", "clones", "checks", "passes", "minutes",
+              "calls"]
+"""The units a row of :data:`BOUNDS` may have."""
 
 RUN_INSTANCES_REQUESTS = 6
 OTHER_CALL_REQUESTS = 3
@@ -49,11 +40,6 @@ TUNNEL_RESTARTS = 8
 TUNNEL_WATCH_INTERVAL_S = 2.0
 RESET_WRAPPER_ATTEMPTS = 2
 BROKER_TRANSPORT_ATTEMPTS = 8
-EVIDENCE_TOTAL_S = 300.0
-EVIDENCE_STATUS_S = 30.0
-EVIDENCE_EVENTS_S = 60.0
-EVIDENCE_ARTIFACT_S = 150.0
-RELEASE_S = 60.0
 EVALUATION_EXPORT_S = 600.0
 PRESIGNED_URL_S = 900
 EVALUATION_DOWNLOAD_S = 120.0
@@ -70,7 +56,10 @@ TRACE_FLUSH_S = 30.0
 TRACE_SCAN_S = 2.0
 PLUGIN_VERSION_S = 10.0
 
-BOUNDS: tuple[Bound, ...] = (
+EVIDENCE = EvidenceBounds(scale=scaled)
+"""The caps of :func:`autocad_bench.infrastructure.evidence.finish_session` (the shared production values)."""
+
+BOUNDS: tuple[Bound[Unit], ...] = (
     Bound("EC2 RunInstances", RUN_INSTANCES_REQUESTS, "requests",
           "retries VcpuLimitExceeded/InstanceLimitExceeded (waits for quota release), "
           "InsufficientInstanceCapacity (next subnet), throttling, transient signing, 5xx and "
@@ -100,10 +89,7 @@ BOUNDS: tuple[Bound, ...] = (
           "model request was made"),
     Bound("Broker HTTP operation", BROKER_TRANSPORT_ATTEMPTS, "attempts",
           "core BrokerClient: fresh connection per attempt, unchanged idempotency identity"),
-    Bound("Evidence retrieval", EVIDENCE_TOTAL_S, "seconds",
-          f"total; sub-caps: status {EVIDENCE_STATUS_S:g} s, events and frame events "
-          f"{EVIDENCE_EVENTS_S:g} s each, drawing artifact {EVIDENCE_ARTIFACT_S:g} s"),
-    Bound("Session release", RELEASE_S, "seconds", "idempotent; termination follows even when it times out"),
+    *EVIDENCE.rows("idempotent; termination follows even when it times out"),
     Bound("Evaluation export on the worker", EVALUATION_EXPORT_S, "seconds",
           f"SSM command that uploads through presigned URLs valid {PRESIGNED_URL_S} s; downloads "
           f"{EVALUATION_DOWNLOAD_S:g} s"),
@@ -123,22 +109,6 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
-def time_scale(environ: dict[str, str] | None = None) -> float:
-    """The factor from ``AUTOCAD_BENCH_AWS_TIME_SCALE`` (1 when unset or invalid; never above 1)."""
-    raw = (environ if environ is not None else os.environ).get(TIME_SCALE_ENV, "")
-    try:
-        value = float(raw) if raw else 1.0
-    except ValueError:
-        return 1.0
-    return value if 0 < value <= 1 else 1.0
-
-
-def scaled(seconds: float) -> float:
-    """``seconds`` times :func:`time_scale` (tests shrink waits; production is unchanged)."""
-    return seconds * time_scale()
-
-
 def bounds_table() -> str:
     """The Markdown table printed in ``docs/aws.md``."""
-    head = "| Boundary | Bound | Behaviour |\n|---|---:|---|"
-    return "\n".join([head, *(bound.render() for bound in BOUNDS)])
+    return render_table(BOUNDS)

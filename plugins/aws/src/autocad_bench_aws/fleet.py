@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autocad_bench.infrastructure.processes import pid_exists
 from autocad_bench.storage import atomic_write_json
 from autocad_bench_aws.bounds import POLL_INTERVAL_MAX_S, POLL_INTERVAL_S, scaled
 from autocad_bench_aws.calls import AwsCallError, AwsSession, call, chunks, error_code, is_throttle
@@ -86,7 +87,7 @@ class FleetPoller:
                 pid = int(path.read_text() or "0")
             except (OSError, ValueError):
                 continue
-            if _alive(pid):
+            if pid_exists(pid):
                 ids.append(path.name)
             else:
                 with contextlib.suppress(FileNotFoundError):
@@ -230,15 +231,3 @@ def _retry_unless_not_found(error: BaseException) -> bool:
     from autocad_bench_aws.calls import is_transient
 
     return error_code(error) != "InvalidInstanceID.NotFound" and is_transient(error)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

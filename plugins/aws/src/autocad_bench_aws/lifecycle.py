@@ -30,14 +30,16 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import FailureClass
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
+from autocad_bench.infrastructure.evidence import archive_attempt, finish_session, handoff_failed, mark_failure
+from autocad_bench.infrastructure.readiness import health_identity
+from autocad_bench.infrastructure.rollout_log import LifecycleLog as RolloutLifecycleLog
 from autocad_bench_aws.bounds import (
+    EVIDENCE,
     INSTANCE_RUNNING_S,
     READINESS_CHECKS,
     READINESS_COMMAND_S,
@@ -54,14 +56,12 @@ from autocad_bench_aws.evaluation import (
     score,
     transfer,
 )
-from autocad_bench_aws.evidence import archive_attempt, finish_session, handoff_failed, mark_failure
 from autocad_bench_aws.fleet import FleetPoller, WaitFailed
 from autocad_bench_aws.launch import LaunchError, run_instance, terminate
 from autocad_bench_aws.readiness import (
     READINESS_SCRIPT,
     BrokerReadiness,
     CommandFailed,
-    health_identity,
     parse_readiness,
     readiness_problems,
     run_command,
@@ -91,16 +91,10 @@ class AdmissionFailed(Exception):
     """The clone failed a handoff check before any model request."""
 
 
-class LifecycleLog:
+class LifecycleLog(RolloutLifecycleLog):
     """Appends timestamped ``aws:`` lines to the rollout log (both modes)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self, message: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(f"{datetime.now(UTC).isoformat()} aws: {message}\n")
+    prefix = "aws"
 
 
 @dataclass
@@ -230,7 +224,7 @@ async def run_lifecycle(
                     code = None
                     continue
                 break
-            for line in await finish_session(clone.tunnel.url, clone.token, paths, log):
+            for line in await finish_session(clone.tunnel.url, clone.token, paths, log, EVIDENCE):
                 log(f"evidence/release: {line}")
             if plan is not None:
                 moved = await transfer(plan, session, clone.instance_id or "", request.batch_id, request.rollout_id,
@@ -317,7 +311,7 @@ async def _recover(request: RolloutLaunchRequest, settings: AwsSettings, run_chi
         log(f"reconnected to {worker_id}; resuming rollout {request.rollout_id}")
         code = await run_child({BROKER_URL_ENV: clone.tunnel.url, BROKER_TOKEN_ENV: clone.token})
         log(f"child exited with code {code} (resumed on {worker_id})")
-        for line in await finish_session(clone.tunnel.url, clone.token, paths, log):
+        for line in await finish_session(clone.tunnel.url, clone.token, paths, log, EVIDENCE):
             log(f"evidence/release: {line}")
         if plan is not None:
             moved = await transfer(plan, session, worker_id, request.batch_id, request.rollout_id, paths, log)

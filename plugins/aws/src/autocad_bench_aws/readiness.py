@@ -13,15 +13,15 @@ import time
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from autocad_bench.infrastructure import readiness
 from autocad_bench_aws.bounds import SSM_COMMAND_POLL_S, scaled
 from autocad_bench_aws.calls import AwsCallError, AwsSession, call
 
 READINESS_SCRIPT = r"C:\Program Files\AutoCADBench\bin\readiness.ps1"
 EXPORT_SCRIPT = r"C:\Program Files\AutoCADBench\bin\export-evaluation.ps1"
 DOCUMENT = "AWS-RunPowerShellScript"
-REQUIRED_DESKTOP = (1920, 1080)
 CONSOLE_USER = "Administrator"
 
 
@@ -29,26 +29,11 @@ class CommandFailed(Exception):
     """An SSM command did not succeed within its bound."""
 
 
-class BrokerReadiness(BaseModel):
+class BrokerReadiness(readiness.BrokerReadiness):
     """The broker's readiness record (``ready.json`` on the worker)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    rollout_id: str
-    boot_id: str
-    startup_id: str
-    pid: int = Field(ge=1)
-    ready_at: datetime
-    interactive_session_id: int
-    console_user: str
-    desktop_width: int
-    desktop_height: int
-    broker_version: str
-    input_driver_version: str
-    manifest_sha256: str
     deployment_id: str
     broker_sha256: str
-    broker_port: int
     prewarm_ok: bool
 
 
@@ -117,28 +102,11 @@ def readiness_problems(report: ReadinessReport, *, rollout_id: str, broker_versi
         problems.append(f"readiness belongs to boot {ready.boot_id}, the worker is in boot {report.boot_id}")
     if ready.ready_at < report.booted_at:
         problems.append("readiness record predates the current boot")
-    if ready.rollout_id != rollout_id:
-        problems.append(f"the broker was armed for rollout {ready.rollout_id!r}, not {rollout_id!r}")
-    if ready.broker_version != broker_version:
-        problems.append(f"broker version {ready.broker_version}, expected {broker_version}")
-    if ready.broker_port != broker_port:
-        problems.append(f"broker port {ready.broker_port}, expected {broker_port}")
-    if ready.interactive_session_id <= 0:
-        problems.append("the broker is not in an interactive Windows session")
+    problems += readiness.broker_problems(ready, rollout_id=rollout_id, broker_version=broker_version,
+                                          broker_port=broker_port)
     if ready.console_user != CONSOLE_USER:
         problems.append(f"console user is {ready.console_user!r}, not {CONSOLE_USER}")
-    if (ready.desktop_width, ready.desktop_height) != REQUIRED_DESKTOP:
-        problems.append(f"desktop is {ready.desktop_width}x{ready.desktop_height}, not 1920x1080")
+    problems += readiness.desktop_problems(ready)
     if not ready.prewarm_ok:
         problems.append("the input driver's pointer prewarm did not succeed")
     return problems
-
-
-def health_identity(ready: BrokerReadiness) -> dict[str, object]:
-    """What authenticated ``/health`` must report for the exact process that passed readiness."""
-    return {
-        "pid": ready.pid, "startup_id": ready.startup_id, "boot_id": ready.boot_id,
-        "interactive_session_id": ready.interactive_session_id, "broker_version": ready.broker_version,
-        "input_driver_version": ready.input_driver_version, "manifest_sha256": ready.manifest_sha256,
-        "desktop_width": ready.desktop_width, "desktop_height": ready.desktop_height,
-    }

@@ -73,7 +73,7 @@ def identity_problems(body: bytes, expected: Mapping[str, object]) -> list[str]:
 
 
 class Tunnel:
-    """See the module docstring. ``expected`` is :func:`autocad_bench_aws.readiness.health_identity`."""
+    """See the module docstring. ``expected`` is :func:`autocad_bench.infrastructure.readiness.health_identity`."""
 
     def __init__(self, session: AwsSession, instance_id: str, remote_port: int, token: str,
                  expected: Mapping[str, object], *, log: Callable[[str], None], profile: str | None = None,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from autocad_bench.broker.client import BrokerClient
 from autocad_bench.broker.errors import BrokerError, BrokerHTTPError
 from autocad_bench.infrastructure import RolloutLaunchRequest
+from autocad_bench.infrastructure.readiness import health_identity
 from autocad_bench_hyperv.bounds import (
     ARM_ATTEMPTS,
     HEALTH_REQUEST_S,
@@ -37,7 +38,6 @@ from autocad_bench_hyperv.guest import (
     READINESS_SCRIPT,
     BrokerReadiness,
     ReadinessReport,
-    health_identity,
     readiness_problems,
 )
 from autocad_bench_hyperv.hyperv import HEARTBEAT_OK, parse_one

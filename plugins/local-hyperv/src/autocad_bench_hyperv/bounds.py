@@ -11,27 +11,18 @@ are never scaled.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
+
+from autocad_bench.infrastructure.bounds import Bound, EvidenceBounds, TimeScale
+from autocad_bench.infrastructure.bounds import bounds_table as render_table
 
 TIME_SCALE_ENV = "AUTOCAD_BENCH_HYPERV_TIME_SCALE"
 """A factor in (0, 1] applied to every time bound (tests only); counts never change."""
+_SCALE = TimeScale(TIME_SCALE_ENV)
+time_scale, scaled = _SCALE.factor, _SCALE.scaled
 
-
-@dataclass(frozen=True, slots=True)
-class Bound:
-    """One row of the bounds table."""
-
-    boundary: str
-    value: float
-    unit: Literal["seconds", "attempts", "VMs", "calls", "passes", "minutes", "checks"]
-    behaviour: str
-
-    def render(self) -> str:
-        return f"| {self.boundary} | {self.value:g} {self.unit} | {self.behaviour} |"
-
+Unit = Literal["seconds", "attempts", "VMs", "calls", "passes", "minutes", "checks"]
+"""The units a row of :data:`BOUNDS` may have."""
 
 # Host commands (one PowerShell invocation each, over PSRP or a local powershell.exe).
 HOST_COMMAND_S = 120.0
@@ -62,17 +53,15 @@ DEFAULT_VM_ATTEMPTS = 2
 MAX_VM_ATTEMPTS = 3
 RESET_WRAPPER_ATTEMPTS = 2
 # After the child.
-EVIDENCE_TOTAL_S = 300.0
-EVIDENCE_STATUS_S = 30.0
-EVIDENCE_EVENTS_S = 60.0
-EVIDENCE_ARTIFACT_S = 150.0
-RELEASE_S = 60.0
 CLEANUP_ATTEMPTS = 3
 CLEANUP_PAUSE_S = 5.0
 RECONCILE_PASSES = 1
 CHILD_STOP_S = 10.0
 
-BOUNDS: tuple[Bound, ...] = (
+EVIDENCE = EvidenceBounds(scale=scaled)
+"""The caps of :func:`autocad_bench.infrastructure.evidence.finish_session` (the shared production values)."""
+
+BOUNDS: tuple[Bound[Unit], ...] = (
     Bound("Host command (Get-VM, Set-VM, Start-VM, Stop-VM, checkpoints)", HOST_COMMAND_S, "seconds",
           "one PowerShell invocation over PSRP or a local powershell.exe; the process is killed (local) or the "
           "pipeline stopped (PSRP) when it overruns"),
@@ -107,10 +96,7 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("Exact task lease/reset", RESET_WRAPPER_ATTEMPTS, "attempts",
           "the pilot is replayed on the same VM with the same lease identity and reset key, only while no model "
           "request was made"),
-    Bound("Evidence retrieval", EVIDENCE_TOTAL_S, "seconds",
-          f"total; sub-caps: status {EVIDENCE_STATUS_S:g} s, events and frame events {EVIDENCE_EVENTS_S:g} s "
-          f"each, drawing artifact {EVIDENCE_ARTIFACT_S:g} s"),
-    Bound("Session release", RELEASE_S, "seconds", "idempotent; the VM is restored even when it times out"),
+    *EVIDENCE.rows("idempotent; the VM is restored even when it times out"),
     Bound("Returning a VM to clean (turn off, restore, unmark)", CLEANUP_ATTEMPTS, "attempts",
           f"{CLEANUP_PAUSE_S:g} s apart, each with its own {RESTORE_ATTEMPTS} restore attempts; a failure leaves "
           "the mark for reap_batch"),
@@ -120,22 +106,6 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
-def time_scale(environ: Mapping[str, str] | None = None) -> float:
-    """The factor from ``AUTOCAD_BENCH_HYPERV_TIME_SCALE`` (1 when unset or invalid; never above 1)."""
-    raw = (environ if environ is not None else os.environ).get(TIME_SCALE_ENV, "")
-    try:
-        value = float(raw) if raw else 1.0
-    except ValueError:
-        return 1.0
-    return value if 0 < value <= 1 else 1.0
-
-
-def scaled(seconds: float) -> float:
-    """``seconds`` times :func:`time_scale` (tests shrink waits; production is unchanged)."""
-    return seconds * time_scale()
-
-
 def bounds_table() -> str:
     """The Markdown table printed in ``docs/hyperv.md``."""
-    head = "| Boundary | Bound | Behaviour |\n|---|---:|---|"
-    return "\n".join([head, *(bound.render() for bound in BOUNDS)])
+    return render_table(BOUNDS)

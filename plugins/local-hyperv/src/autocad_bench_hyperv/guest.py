@@ -19,10 +19,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autocad_bench.infrastructure import readiness
+
 GUEST_ROOT = "C:\\ProgramData\\AutoCADBench"
 ARM_FILE = GUEST_ROOT + "\\secret\\arm.json"
 READY_FILE = GUEST_ROOT + "\\state\\ready.json"
-REQUIRED_DESKTOP = (1920, 1080)
 
 ARM_SCRIPT = """param([string]$Token, [string]$BatchId, [string]$RolloutId, [string]$AttemptId, [string]$BrokerVersion)
 $dir = 'C:\\ProgramData\\AutoCADBench\\secret'
@@ -58,25 +59,10 @@ if (Test-Path -LiteralPath $arm) {
 }"""
 
 
-class BrokerReadiness(BaseModel):
+class BrokerReadiness(readiness.BrokerReadiness):
     """The broker's readiness record (``ready.json`` in the guest), written by ``start-broker.ps1``."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    rollout_id: str
-    boot_id: str
     booted_at: datetime
-    startup_id: str
-    pid: int = Field(ge=1)
-    ready_at: datetime
-    interactive_session_id: int
-    console_user: str
-    desktop_width: int
-    desktop_height: int
-    broker_version: str
-    input_driver_version: str
-    manifest_sha256: str
-    broker_port: int
 
 
 class ReadinessReport(BaseModel):
@@ -110,26 +96,9 @@ def readiness_problems(report: ReadinessReport, *, rollout_id: str, broker_versi
         problems.append("the readiness record belongs to an earlier boot")
     if ready.ready_at < report.booted_at:
         problems.append("the readiness record predates the current boot")
-    if ready.rollout_id != rollout_id:
-        problems.append(f"the broker was armed for rollout {ready.rollout_id!r}, not {rollout_id!r}")
-    if ready.broker_version != broker_version:
-        problems.append(f"broker version {ready.broker_version}, expected {broker_version}")
-    if ready.broker_port != broker_port:
-        problems.append(f"broker port {ready.broker_port}, expected {broker_port}")
-    if ready.interactive_session_id <= 0:
-        problems.append("the broker is not in an interactive Windows session")
+    problems += readiness.broker_problems(ready, rollout_id=rollout_id, broker_version=broker_version,
+                                          broker_port=broker_port)
     if ready.console_user.split("\\")[-1].lower() != console_user.split("\\")[-1].lower():
         problems.append(f"console user is {ready.console_user!r}, not {console_user!r}")
-    if (ready.desktop_width, ready.desktop_height) != REQUIRED_DESKTOP:
-        problems.append(f"desktop is {ready.desktop_width}x{ready.desktop_height}, not 1920x1080")
+    problems += readiness.desktop_problems(ready)
     return problems
-
-
-def health_identity(ready: BrokerReadiness) -> dict[str, object]:
-    """What authenticated ``/health`` must report for the exact process that passed readiness."""
-    return {
-        "pid": ready.pid, "startup_id": ready.startup_id, "boot_id": ready.boot_id,
-        "interactive_session_id": ready.interactive_session_id, "broker_version": ready.broker_version,
-        "input_driver_version": ready.input_driver_version, "manifest_sha256": ready.manifest_sha256,
-        "desktop_width": ready.desktop_width, "desktop_height": ready.desktop_height,
-    }

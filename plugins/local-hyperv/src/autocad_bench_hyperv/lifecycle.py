@@ -31,14 +31,14 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from autocad_bench.evaluation import evaluate_rollout
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import FailureClass
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
+from autocad_bench.infrastructure.evidence import archive_attempt, finish_session, handoff_failed, mark_failure
+from autocad_bench.infrastructure.rollout_log import LifecycleLog as RolloutLifecycleLog
 from autocad_bench.storage import atomic_write_json
 from autocad_bench_hyperv.admission import (
     AdmissionFailed,
@@ -50,8 +50,7 @@ from autocad_bench_hyperv.admission import (
     read_readiness,
     verify_health,
 )
-from autocad_bench_hyperv.bounds import RESET_WRAPPER_ATTEMPTS
-from autocad_bench_hyperv.evidence import archive_attempt, finish_session, handoff_failed, mark_failure
+from autocad_bench_hyperv.bounds import EVIDENCE, RESET_WRAPPER_ATTEMPTS
 from autocad_bench_hyperv.guest import TOKEN_SCRIPT, ArmedRecord, readiness_problems
 from autocad_bench_hyperv.hyperv import HEARTBEAT_OK, parse_one
 from autocad_bench_hyperv.marks import parse_mark
@@ -67,16 +66,10 @@ ChildRunner = Callable[[Mapping[str, str]], int]
 """Runs the child with these variables added to its environment; returns its exit code."""
 
 
-class LifecycleLog:
+class LifecycleLog(RolloutLifecycleLog):
     """Appends timestamped ``hyperv:`` lines to the rollout log (both modes)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self, message: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(f"{datetime.now(UTC).isoformat()} hyperv: {message}\n")
+    prefix = "hyperv"
 
 
 def new_token() -> str:
@@ -84,11 +77,15 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+USAGE_FILE = "infrastructure.json"
+"""The :class:`UsageRecord` in the rollout directory (kept when a failed handoff is archived)."""
+
+
 class UsageRecord:
     """``<rollout>/infrastructure.json``: the VMs a rollout held, for per-host cost accounting."""
 
     def __init__(self, paths: RolloutPaths) -> None:
-        self.path = paths.root / "infrastructure.json"
+        self.path = paths.root / USAGE_FILE
         self.workers: list[dict[str, Any]] = []
 
     def add(self, lease: Lease, outcome: str) -> None:
@@ -170,13 +167,13 @@ def _run(request: RolloutLaunchRequest, settings: HyperVSettings, run_child: Chi
                 failures.append(f"{lease.worker_id}: the exact lease/reset failed twice")
                 quarantine = "the exact task lease/reset failed twice before any model request"
                 if number < settings.vm_attempts:
-                    archive_attempt(paths, f"vm{number}-attempt{RESET_WRAPPER_ATTEMPTS}")
+                    archive_attempt(paths, f"vm{number}-attempt{RESET_WRAPPER_ATTEMPTS}", keep=(USAGE_FILE,))
                     log(f"{lease.worker_id} failed the exact lease/reset before any model request; replacing it")
                     code = None
                     continue
                 break
             outcome = "completed" if code == 0 else f"exit {code}"
-            for line in asyncio.run(finish_session(vm.url, token, paths, log)):
+            for line in asyncio.run(finish_session(vm.url, token, paths, log, EVIDENCE)):
                 log(f"evidence/release: {line}")
             break
         finally:
@@ -204,7 +201,7 @@ def _run_child(run_child: ChildRunner, vm: AdmittedVm, token: str, lease: Lease,
         log(f"child exited with code {code} (attempt {attempt} of {RESET_WRAPPER_ATTEMPTS} on {lease.worker_id})")
         if not handoff_failed(paths) or attempt == RESET_WRAPPER_ATTEMPTS:
             break
-        archive_attempt(paths, f"{lease.vm}-attempt{attempt}")
+        archive_attempt(paths, f"{lease.vm}-attempt{attempt}", keep=(USAGE_FILE,))
         log("the handoff failed before any model request; replaying the same lease and reset")
     return code
 
@@ -240,7 +237,7 @@ def _recover(request: RolloutLaunchRequest, settings: HyperVSettings, run_child:
         log(f"reconnected to {worker_id}; resuming rollout {request.rollout_id}")
         code = run_child({BROKER_URL_ENV: vm.url, BROKER_TOKEN_ENV: token})
         log(f"child exited with code {code} (resumed on {worker_id})")
-        for line in asyncio.run(finish_session(vm.url, token, paths, log)):
+        for line in asyncio.run(finish_session(vm.url, token, paths, log, EVIDENCE)):
             log(f"evidence/release: {line}")
     finally:
         problem = pool.give_back(lease, log)

@@ -12,17 +12,15 @@ SPEC is JSON without secrets: the launch request and, for recovery, the worker i
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from types import FrameType
 
 from pydantic import BaseModel, ConfigDict
 
 from autocad_bench.infrastructure import RolloutLaunchRequest
+from autocad_bench.infrastructure.wrapper import child_environment as passed_environment
+from autocad_bench.infrastructure.wrapper import run_child_process, run_terminable
 from autocad_bench_hyperv.bounds import CHILD_STOP_S, scaled
 from autocad_bench_hyperv.lifecycle import run_lifecycle
 from autocad_bench_hyperv.pool import Pool
@@ -39,45 +37,11 @@ class WrapperSpec(BaseModel):
     worker_id: str | None = None
 
 
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM/SIGINT so that every ``finally`` runs."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    # Only the first signal interrupts; a second one must not abort the cleanup it started.
-    for other in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(other, signal.SIG_IGN)
-    raise Terminated(signum)
-
-
 def child_environment(environ: Mapping[str, str], request: RolloutLaunchRequest, settings: HyperVSettings,
                       broker: Mapping[str, str]) -> dict[str, str]:
     """What the child sees: the passed variables without backend/evaluation-only credentials, plus the broker."""
-    hidden = (set(settings.environment_names()) | set(request.evaluation.environment_names)) \
-        - set(request.child_environment_names)
-    env = {k: v for k, v in environ.items() if k not in hidden and not k.startswith(SECRET_ENV_PREFIX)}
-    env.update(broker)
-    return env
-
-
-def run_child_process(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run the exact child command; on an interruption stop it (SIGTERM, bounded wait, SIGKILL) and re-raise."""
-    process = subprocess.Popen(list(command), env=dict(env), stdin=subprocess.DEVNULL)
-    try:
-        return process.wait()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        try:
-            process.wait(timeout=scaled(CHILD_STOP_S))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        raise
+    return passed_environment(environ, request, broker, backend_names=settings.environment_names(),
+                              secret_prefix=SECRET_ENV_PREFIX)
 
 
 def run(spec: WrapperSpec, child: Sequence[str]) -> int:
@@ -86,8 +50,9 @@ def run(spec: WrapperSpec, child: Sequence[str]) -> int:
     environ = dict(os.environ)
     pool = Pool(settings, lambda host: default_runner(host, environ))
     return run_lifecycle(
-        request, settings, lambda broker: run_child_process(child, child_environment(environ, request, settings,
-                                                                                     broker)),
+        request, settings,
+        lambda broker: run_child_process(child, child_environment(environ, request, settings, broker),
+                                         scaled(CHILD_STOP_S)),
         pool=pool, environ=environ, mode="subprocess", worker_id=spec.worker_id)
 
 
@@ -105,12 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[0] == "recover" and spec.worker_id is None:
         print("autocad_bench_hyperv.wrapper: recover needs a worker_id", file=sys.stderr)
         return 2
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _raise_terminated)
-    try:
-        return run(spec, child)
-    except Terminated as stop:
-        return 128 + stop.signum
+    return run_terminable(lambda: run(spec, child))
 
 
 if __name__ == "__main__":

@@ -15,18 +15,15 @@ directory and the broker command.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.infrastructure import RolloutLaunchRequest
+from autocad_bench.infrastructure.wrapper import child_environment, run_child_process, run_terminable
 from autocad_bench_xvfb.bounds import CHILD_STOP_TIMEOUT_S
 from autocad_bench_xvfb.lifecycle import EXIT_NOT_RECONNECTABLE, run_lifecycle
 from autocad_bench_xvfb.logs import LifecycleLog
@@ -47,46 +44,6 @@ class WrapperSpec(BaseModel):
     worker_id: str | None = None
 
 
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM/SIGINT so that every ``finally`` runs."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    # Only the first signal interrupts; a second one must not abort the teardown it started.
-    for other in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(other, signal.SIG_IGN)
-    raise Terminated(signum)
-
-
-def child_environment(environ: Mapping[str, str], request: RolloutLaunchRequest,
-                      broker: Mapping[str, str]) -> dict[str, str]:
-    """What the child sees: the controller-passed variables without evaluation-only ones, plus the broker."""
-    evaluation_only = set(request.evaluation.environment_names) - set(request.child_environment_names)
-    env = {key: value for key, value in environ.items() if key not in evaluation_only}
-    env.update(broker)
-    return env
-
-
-def run_child_process(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run the exact child command; on an interruption stop it (SIGTERM, bounded wait, SIGKILL) and re-raise."""
-    process = subprocess.Popen(list(command), env=dict(env), stdin=subprocess.DEVNULL)
-    try:
-        return process.wait()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        try:
-            process.wait(timeout=CHILD_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        raise
-
-
 def launch(spec: WrapperSpec, child: Sequence[str]) -> int:
     request = spec.request
     if tuple(child) != request.child_command:
@@ -94,7 +51,7 @@ def launch(spec: WrapperSpec, child: Sequence[str]) -> int:
     environ = dict(os.environ)
     return run_lifecycle(
         request, spec.settings,
-        lambda broker: run_child_process(child, child_environment(environ, request, broker)),
+        lambda broker: run_child_process(child, child_environment(environ, request, broker), CHILD_STOP_TIMEOUT_S),
         state_dir=Path(spec.state_dir), mode="subprocess", broker_command=spec.broker_command, environ=environ,
     )
 
@@ -119,17 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     spec = WrapperSpec.model_validate_json(args[1])
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _raise_terminated)
-    try:
-        if args[0] == "recover":
-            return recover(spec)
-        if len(args) < 4 or args[2] != "--":
-            print("usage: python -m autocad_bench_xvfb.wrapper launch SPEC -- CHILD...", file=sys.stderr)
-            return 2
-        return launch(spec, args[3:])
-    except Terminated as stop:
-        return 128 + stop.signum
+    return run_terminable(lambda: _dispatch(spec, args))
+
+
+def _dispatch(spec: WrapperSpec, args: list[str]) -> int:
+    if args[0] == "recover":
+        return recover(spec)
+    if len(args) < 4 or args[2] != "--":
+        print("usage: python -m autocad_bench_xvfb.wrapper launch SPEC -- CHILD...", file=sys.stderr)
+        return 2
+    return launch(spec, args[3:])
 
 
 if __name__ == "__main__":
