@@ -9,7 +9,8 @@ Xvfb display and reads the ready file)::
         [--host 127.0.0.1] [--port 0] [--ready-file PATH] [--manifest PATH] \\
         [--settle-window-s 1.5] [--settle-delay-s 0.1] [--settle-interval-s 0.1] \\
         [--max-actions 5000] [--reset-launches 2] [--png-compress-level 6] \\
-        [--max-body-bytes 8388608] [--shutdown-timeout-s 30]
+        [--max-body-bytes 8388608] [--shutdown-timeout-s 30] \\
+        [--readiness PATH] [--startup-id ID] [--log-file PATH]
 
 (``python -m autocad_bench_broker serve ...`` is the same.)
 
@@ -30,6 +31,24 @@ Xvfb display and reads the ready file)::
 - ``--settle-*`` bound the post-action stability poll: wait ``delay`` after the batch, grab
   every ``interval`` until two grabs are identical, give up after ``window`` (the batch is
   then answered with ``post_action_visual_stable=false``, never failed).
+- ``--readiness`` names the image's current-boot readiness record; ``/health`` then adds its
+  ``deployment_id``, ``startup_id`` (as ``readiness_startup_id``) and prewarm result.
+  ``--startup-id`` replaces the random startup id (the Windows launcher draws it, gives it to
+  the broker and writes it into the readiness record). ``--log-file`` appends the log there
+  instead of stderr.
+
+Deployment helpers of the Windows image (``broker-win/windows/``, ``docs/windows-image.md``)::
+
+    autocad-bench-broker prewarm [--display :N] [--timeout-s 2]
+    autocad-bench-broker manifest write --root DIR --output PATH --broker-version LABEL \\
+        --broker-wheel PATH [--file PATH ...] [--distribution NAME ...] \\
+        [--input-driver-archive PATH] [--deployment-id GUID] [--new-deployment]
+    autocad-bench-broker manifest verify --manifest PATH [--root DIR]
+    autocad-bench-broker readiness-report --readiness PATH [--wait-s 0] [--status PATH]
+
+Each prints one JSON object on stdout. ``prewarm`` moves the real pointer to a target and back
+through the input driver (exit 0 when it worked, 1 when not); ``manifest verify`` exits 1 when
+a listed file or the input driver differs; see :mod:`autocad_bench_broker.readiness`.
 
 SIGTERM or SIGINT shuts down gracefully, all within ``--shutdown-timeout-s``: stop
 listening, let in-flight requests finish (2 s, at most a fifth of the budget), interrupt
@@ -48,10 +67,13 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +124,11 @@ class ServeOptions:
     png_compress_level: int
     max_body_bytes: int
     shutdown_timeout_s: float
+    readiness: Path | None = None
+    startup_id: str | None = None
+
+
+STARTUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{7,127}$")
 
 
 def read_token(environ: dict[str, str] | os._Environ[str]) -> str:
@@ -177,6 +204,8 @@ def _check(options: ServeOptions) -> None:
         raise StartupError("--settle-window-s must be > 0, --settle-delay-s and --settle-interval-s >= 0")
     if options.shutdown_timeout_s <= 0:
         raise StartupError("--shutdown-timeout-s must be > 0")
+    if options.startup_id is not None and not STARTUP_ID.match(options.startup_id):
+        raise StartupError("--startup-id must be 8-128 characters of letters, digits, '.', '_' or '-'")
 
 
 async def serve(options: ServeOptions, token: str) -> int:
@@ -210,10 +239,11 @@ async def serve(options: ServeOptions, token: str) -> int:
         reset_launches=options.reset_launches,
         png_compress_level=options.png_compress_level,
         shutdown_timeout_s=options.shutdown_timeout_s,
+        readiness=options.readiness,
     )
     driver, capture, adapter = _desktop(options)
     try:
-        server = BrokerServer(settings, token, driver, capture, adapter)
+        server = BrokerServer(settings, token, driver, capture, adapter, startup_id=options.startup_id)
         url = await server.start(options.host, options.port)
     except (BrokerError, ValueError, OSError) as error:
         with contextlib.suppress(Exception):
@@ -296,6 +326,19 @@ def cli() -> None:
 @click.option("--max-body-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1024))
 @click.option("--shutdown-timeout-s", default=30.0, show_default=True, type=float)
 @click.option(
+    "--readiness",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Current-boot readiness record whose deployment id, startup id and prewarm /health reports.",
+)
+@click.option("--startup-id", default=None, help="Startup id to report instead of a random one.")
+@click.option(
+    "--log-file",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append the log to this file instead of stderr.",
+)
+@click.option(
     "--log-level",
     default="info",
     show_default=True,
@@ -319,13 +362,25 @@ def serve_command(
     png_compress_level: int,
     max_body_bytes: int,
     shutdown_timeout_s: float,
+    readiness: Path | None,
+    startup_id: str | None,
+    log_file: Path | None,
     log_level: str,
 ) -> None:
     """Serve the broker protocol for one desktop (token from AUTOCAD_BENCH_BROKER_TOKEN)."""
+    handler: logging.Handler
+    if log_file is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as error:
+            raise StartupError(f"--log-file cannot be opened: {error.strerror or error}") from None
     logging.basicConfig(
         level=getattr(logging, log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
     )
     options = ServeOptions(
         host=host,
@@ -345,9 +400,179 @@ def serve_command(
         png_compress_level=png_compress_level,
         max_body_bytes=max_body_bytes,
         shutdown_timeout_s=shutdown_timeout_s,
+        readiness=readiness.absolute() if readiness is not None else None,
+        startup_id=startup_id,
     )
     token = read_token(os.environ)
     sys.exit(asyncio.run(serve(options, token)))
+
+
+# Deployment helpers ---------------------------------------------------------------------------
+
+
+def _print_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, sort_keys=True))
+
+
+@cli.command(name="prewarm")
+@click.option("--display", default=None, help="X display :N (Linux; default $DISPLAY). Not used on Windows.")
+@click.option(
+    "--timeout-s",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 60.0),
+    help="Longest wait for each move to arrive.",
+)
+def prewarm_command(display: str | None, timeout_s: float) -> None:
+    """Move the real pointer to the desktop centre and back; print the result as JSON."""
+    from autocad_bench_broker import readiness
+
+    if sys.platform == "win32" and display is not None:
+        raise click.UsageError("--display is only for X11; Windows uses the console desktop")
+    started = time.monotonic()
+    driver = PyAutoGUIDriver(display)
+    reader: Any = None
+    try:
+        info = readiness.desktop_info(display)
+        reader = readiness.pointer_reader(display)
+        result = readiness.prewarm(driver, reader, info, timeout_s=timeout_s)
+    except Exception as error:  # no reader, no display: still one JSON answer
+        result = readiness.PrewarmResult(
+            ok=False,
+            problems=(f"{type(error).__name__}: {_one_line(error)}",),
+            at=datetime.now(UTC),
+            elapsed_ms=round((time.monotonic() - started) * 1000.0, 1),
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            if reader is not None:
+                reader.close()
+            driver.close()
+    _print_json(result.model_dump(mode="json"))
+    sys.exit(EXIT_OK if result.ok else EXIT_FAILED)
+
+
+@cli.group(name="manifest")
+def manifest_group() -> None:
+    """Write or verify the image's deployment manifest."""
+
+
+@manifest_group.command(name="write")
+@click.option(
+    "--root",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Installation root; every listed file lies under it.",
+)
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="manifest.json path.")
+@click.option("--broker-version", required=True, help="Image contract label, e.g. windows-autocad-2019-v11.")
+@click.option(
+    "--broker-wheel",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The deployed broker wheel (under --root).",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A deployed file to list (relative paths are under --root); repeatable.",
+)
+@click.option(
+    "--distribution",
+    "distributions",
+    multiple=True,
+    help="An installed distribution whose files are listed; repeatable.",
+)
+@click.option(
+    "--input-driver-archive",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The archive the input driver was installed from (its SHA-256 is recorded).",
+)
+@click.option("--deployment-id", default=None, help="GUID to use instead of a random one.")
+@click.option("--new-deployment", is_flag=True, help="Write a new manifest even if nothing changed.")
+def manifest_write_command(
+    root: Path,
+    output: Path,
+    broker_version: str,
+    broker_wheel: Path,
+    files: tuple[Path, ...],
+    distributions: tuple[str, ...],
+    input_driver_archive: Path | None,
+    deployment_id: str | None,
+    new_deployment: bool,
+) -> None:
+    """Write the deployment manifest (kept as it is when nothing changed); print what was done."""
+    from autocad_bench_broker import readiness
+
+    try:
+        manifest = readiness.build_manifest(
+            root=root,
+            broker_version=broker_version,
+            broker_wheel=broker_wheel,
+            files=files,
+            distributions=distributions,
+            input_driver_archive=input_driver_archive,
+            deployment_id=deployment_id,
+        )
+        written = readiness.write_manifest(output, manifest, keep_unchanged=not new_deployment)
+    except readiness.ReadinessError as error:
+        raise StartupError(str(error)) from None
+    except OSError as error:
+        raise StartupError(f"cannot write the manifest: {error.strerror or error}") from None
+    _print_json(
+        {
+            "manifest": str(output),
+            "deployment_id": written.manifest.deployment_id,
+            "manifest_sha256": written.sha256,
+            "broker_sha256": written.manifest.broker_wheel.sha256,
+            "input_driver_version": written.manifest.input_driver.version,
+            "files": len(written.manifest.files),
+            "unchanged": written.unchanged,
+        }
+    )
+
+
+@manifest_group.command(name="verify")
+@click.option("--manifest", "manifest_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--root",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Installation root (default: the manifest's own).",
+)
+def manifest_verify_command(manifest_path: Path, root: Path | None) -> None:
+    """Re-hash every listed file and check the installed input driver; exit 1 on a difference."""
+    from autocad_bench_broker import readiness
+
+    check = readiness.verify_manifest(manifest_path, root=root)
+    _print_json(check.model_dump(mode="json"))
+    sys.exit(EXIT_OK if check.ok else EXIT_FAILED)
+
+
+@cli.command(name="readiness-report")
+@click.option("--readiness", "readiness_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--wait-s",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0.0, 600.0),
+    help="Longest wait for a record of the current boot.",
+)
+@click.option(
+    "--status",
+    "status_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The launcher's start-status.json, whose failure is added to the problems.",
+)
+def readiness_report_command(readiness_path: Path, wait_s: float, status_path: Path | None) -> None:
+    """Print the current boot and the readiness record (the AWS image's readiness.ps1)."""
+    from autocad_bench_broker import readiness
+
+    _print_json(readiness.readiness_report(readiness_path, status=status_path, wait_s=wait_s))
 
 
 def main(argv: list[str] | None = None) -> None:

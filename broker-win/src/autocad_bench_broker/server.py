@@ -103,6 +103,7 @@ from autocad_bench_broker.drivers.input import InputDriver
 from autocad_bench_broker.events import EventLog
 from autocad_bench_broker.identity import boot_id as read_boot_id
 from autocad_bench_broker.identity import new_startup_id
+from autocad_bench_broker.readiness import health_fields
 from autocad_bench_broker.state import CachedAnswer, Session
 from autocad_bench_broker.store import NotStored, SessionFiles, StoreError, is_plain_name
 
@@ -140,6 +141,9 @@ class BrokerSettings:
     png_compress_level: int = DEFAULT_PNG_COMPRESS_LEVEL
     shutdown_timeout_s: float = 30.0
     """Bound of :meth:`BrokerServer.stop` as a whole (grace, application kill, closing)."""
+    readiness: Path | None = None
+    """The image's readiness record (``--readiness``): ``/health`` then reports its
+    ``deployment_id``, ``startup_id`` and prewarm result when it belongs to this boot."""
     request_grace_s: float = 2.0
     """Part of the shutdown that in-flight requests get to finish."""
 
@@ -419,6 +423,11 @@ class BrokerServer:
     async def _health(self, request: web.Request) -> web.Response:
         current = self._current
         width, height = self._size or (1, 1)
+        path, boot = self.settings.readiness, self.boot_id
+        if path is None:
+            readiness = health_fields(None, boot)
+        else:  # a small file read, still kept off the event loop
+            readiness = await run_blocking(lambda: health_fields(path, boot), name="broker-readiness")
         return _ok(
             HealthResponse(
                 broker_version=self.settings.broker_version,
@@ -433,6 +442,7 @@ class BrokerServer:
                 app=self.adapter.name,
                 state=self._state(),
                 session_id=current.session_id if current else None,
+                **readiness,
             )
         )
 

@@ -133,6 +133,13 @@ class HealthResponse(StrictModel):
     app: str
     state: BrokerState
     session_id: Name | None = None
+    deployment_id: str | None = None
+    """From the image's current-boot readiness record, when the broker was given one."""
+    readiness_startup_id: str | None = None
+    """``startup_id`` of that readiness record (equal to ``startup_id`` when the record was
+    written for this very broker start)."""
+    pointer_prewarm_ok: bool | None = None
+    """Whether the readiness record's real pointer prewarm succeeded."""
 
 
 class LeaseRequest(StrictModel):
