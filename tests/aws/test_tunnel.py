@@ -68,17 +68,25 @@ class ActingChild:
 
 
 def kill_tunnels(child: ActingChild, times: int, every_s: float, stop: threading.Event) -> list[int]:
-    killed: list[int] = []
+    """Kill the live tunnel ``times`` times; returns one entry per outage (a pass that killed something).
+
+    One pass may hit more than one process of the same tunnel (the plugin and a child it
+    spawned), so outages are counted per pass, not per process.
+    """
+    outages: list[int] = []
     child.started.wait(30)
-    while len(killed) < times and not stop.is_set():
+    while len(outages) < times and not stop.is_set():
         time.sleep(every_s)
+        hit = []
         for pid in plugin_processes():
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+                hit.append(pid)
             except ProcessLookupError:
                 pass
-    return killed
+        if hit:
+            outages.append(hit[0])
+    return outages
 
 
 def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv) -> None:
@@ -92,9 +100,7 @@ def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv
     stop.set()
     killer.join()
     assert code == 0, request.log_path.read_text()
-    # One pass may kill two processes of one tunnel (the plugin and its own child), or a process
-    # that was itself a fresh restart: at least four kills, never past the restart budget.
-    assert 4 <= len(killed) <= 8
+    assert len(killed) == 4
     host = next(h for h in aws.fake.hosts.values() if h.config.rollout_id == "tunnel")
     assert [i.index for i in host.broker.injected] == list(range(40))
     text = request.log_path.read_text()
