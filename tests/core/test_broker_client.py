@@ -336,6 +336,77 @@ async def test_transport_failures_are_retried_on_fresh_connections(
     assert {i.request_id for i in broker.injected} == {rid(0)}
 
 
+async def test_keep_alive_reuses_one_connection_then_closes_it(client: BrokerClient, broker: FakeBroker) -> None:
+    async with client.keep_alive():
+        session = await ready(client)
+        await client.actions(session, rid(0), 0, BATCH)
+        await client.frame(1)
+        await client.status()
+        pool = client._pool
+        assert pool is not None and not pool.closed
+    assert len({r.peer_port for r in broker.requests}) == 1, "first attempts share the kept-alive connection"
+    assert pool.closed and client._pool is None, "leaving the block closes the pool"
+    await client.status()
+    await client.status()
+    assert len({r.peer_port for r in broker.requests}) == 3, "outside the block every attempt is a new connection"
+
+
+async def test_keep_alive_blocks_nest(client: BrokerClient, broker: FakeBroker) -> None:
+    async with client.keep_alive():
+        async with client.keep_alive():
+            await client.status()
+        await client.status()
+        assert client._pool is not None and not client._pool.closed
+    assert client._pool is None
+    assert len({r.peer_port for r in broker.requests}) == 1
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [FaultKind.DROP_REQUEST, FaultKind.DROP_RESPONSE, FaultKind.TRUNCATE_RESPONSE, FaultKind.CORRUPT_RESPONSE],
+)
+async def test_retries_never_reuse_a_kept_alive_connection(
+    client: BrokerClient, broker: FakeBroker, kind: FaultKind
+) -> None:
+    async with client.keep_alive():
+        session = await ready(client)
+        (pooled,) = {r.peer_port for r in broker.requests}
+        broker.add_faults(*[Fault(kind, Route.ACTIONS)] * 3)
+        result = await client.actions(session, rid(0), 0, BATCH)
+        again = await client.actions(session, rid(1), 3, (MoveAction(x=1, y=1),))
+    attempts = routes(broker, Route.ACTIONS)
+    assert len(attempts) == 5
+    assert attempts[0].peer_port == pooled, "a first attempt may reuse the healthy kept-alive connection"
+    retries = [a.peer_port for a in attempts[1:4]]
+    assert len(set(retries)) == 3 and pooled not in retries, "every retry opens a new connection"
+    assert len({a.body_sha256 for a in attempts[:4]}) == 1, "every attempt resends the same body"
+    assert result.replayed == (kind is not FaultKind.DROP_REQUEST) and again.next_index == 4
+    assert [i.index for i in broker.injected] == [0, 1, 2, 3]
+
+
+async def test_no_hidden_resend_on_a_kept_alive_connection(broker: FakeBroker) -> None:
+    client = make_client(broker, max_attempts=1)
+    async with client.keep_alive():
+        await client.status()
+        broker.add_faults(Fault(FaultKind.DROP_REQUEST, Route.STATUS))
+        with pytest.raises(BrokerTransportExhausted) as caught:
+            await client.status()
+    assert caught.value.attempts == 1
+    assert len(routes(broker, Route.STATUS)) == 2, "aiohttp must not resend the GET on its own"
+
+
+async def test_keep_alive_after_a_transport_failure_still_reaches_the_broker(
+    client: BrokerClient, broker: FakeBroker
+) -> None:
+    async with client.keep_alive():
+        session = await ready(client)
+        broker.add_faults(Fault(FaultKind.DROP_RESPONSE, Route.ACTIONS))
+        await client.actions(session, rid(0), 0, BATCH)
+        for n in range(1, 4):
+            await client.actions(session, rid(n), 2 + n, (MoveAction(x=1, y=1),))
+    assert [i.index for i in broker.injected] == list(range(6))
+
+
 async def test_eight_attempts_at_most(client: BrokerClient, broker: FakeBroker) -> None:
     session = await ready(client)
     broker.add_faults(*[Fault(FaultKind.DROP_REQUEST, Route.ACTIONS)] * 20)

@@ -1,21 +1,27 @@
 """Async client of the broker HTTP protocol (see ``docs/broker-protocol.md``).
 
 Every call is one *operation*: up to ``max_attempts`` HTTP attempts inside one deadline,
-each on a fresh TCP connection, all carrying the same request body (and therefore the same
-idempotency identity). Only transport failures are retried — refused or reset
-connections, timeouts, disconnects, truncated or corrupted bodies — with stamina's
-jittered exponential backoff. An HTTP error status is raised at once as
+all carrying the same request body (and therefore the same idempotency identity). Only
+transport failures are retried — refused or reset connections, timeouts, disconnects,
+truncated or corrupted bodies — with stamina's jittered exponential backoff, and every
+retry runs on a brand-new TCP connection. An HTTP error status is raised at once as
 :class:`~autocad_bench.broker.errors.BrokerHTTPError`.
+
+The *first* attempt of an operation runs on a fresh connection too, unless the caller
+opened :meth:`BrokerClient.keep_alive`: inside that block first attempts may reuse an idle
+keep-alive connection of the client's pool (the pilot holds one open for its whole run).
+A retry never does: whatever the failed attempt left behind is never trusted again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -128,6 +134,12 @@ class BrokerClient:
             raise ValueError(f"max_attempts must be between 1 and {MAX_TRANSPORT_ATTEMPTS}")
         self._base = url
         self._token = token
+        auth = {"Authorization": f"Bearer {token}", "Accept": "*/*"}
+        self._headers = {False: auth, True: {**auth, "Content-Type": "application/json"}}
+        self._urls: dict[str, URL] = {}
+        self._pool: aiohttp.ClientSession | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
+        self._pool_users = 0
         self.operation_deadline_s = operation_deadline_s
         self.max_attempts = max_attempts
         self.connect_timeout_s = connect_timeout_s
@@ -162,6 +174,51 @@ class BrokerClient:
 
     def __repr__(self) -> str:
         return f"BrokerClient(base_url={self.base_url!r})"
+
+    # Connection reuse ----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def keep_alive(self) -> AsyncIterator[BrokerClient]:
+        """Let the *first* attempt of each operation reuse an idle keep-alive connection.
+
+        Until the block exits, first attempts go through one pooled session of this client
+        instead of opening a TCP connection each; retries after a transport failure still
+        always open a brand-new connection. Blocks may nest or overlap (tasks of one event
+        loop); the pool is closed (:meth:`aclose`) when the last block exits, so nothing is
+        left open once the caller is done. Outside any block every attempt uses a fresh
+        connection, as before.
+        """
+        self._pool_users += 1
+        try:
+            yield self
+        finally:
+            self._pool_users -= 1
+            if self._pool_users == 0:
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pooled keep-alive connections, if any (idempotent)."""
+        pool, self._pool, self._pool_loop = self._pool, None, None
+        if pool is not None and not pool.closed:
+            await pool.close()
+
+    def _pooled_session(self) -> aiohttp.ClientSession | None:
+        """The keep-alive session for a first attempt, or ``None`` outside :meth:`keep_alive`."""
+        if self._pool_users <= 0:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and not self._pool.closed:
+            # A pool belongs to the loop that made it; another loop gets fresh connections.
+            return self._pool if self._pool_loop is loop else None
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_S)
+        pool = aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), read_bufsize=_READ_BUFSIZE
+        )
+        # aiohttp silently resends an idempotent request once when a reused connection turns
+        # out to be dead; every resend must be one of our counted, fresh-connection attempts.
+        pool._retry_connection = False
+        self._pool, self._pool_loop = pool, loop
+        return pool
 
     # Endpoints -----------------------------------------------------------------------
 
@@ -312,7 +369,9 @@ class BrokerClient:
                     with attempt:
                         attempts += 1
                         try:
-                            return parse(await self._send(route, path, payload, deadline))
+                            # Only a first attempt may reuse a kept-alive connection.
+                            reply = await self._send(route, path, payload, deadline, reuse=attempts == 1)
+                            return parse(reply)
                         except _TransportFailure as error:
                             last_error = str(error)
                             log.info(
@@ -336,30 +395,37 @@ class BrokerClient:
             route.value, attempts, "deadline", f"deadline of {budget:g} s passed", last_error
         )
 
-    async def _send(self, route: Route, path: str, payload: bytes | None, deadline: float) -> _Reply:
-        """One HTTP attempt on a brand-new connection; raises for HTTP error statuses."""
+    async def _send(self, route: Route, path: str, payload: bytes | None, deadline: float, *, reuse: bool) -> _Reply:
+        """One HTTP attempt; raises for HTTP error statuses.
+
+        ``reuse`` (first attempts only) takes a connection from the keep-alive pool when
+        :meth:`keep_alive` is open; otherwise the attempt runs on a brand-new connection.
+        """
         remaining = max(deadline - asyncio.get_running_loop().time(), 0.001)
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout_s, remaining))
-        headers = {"Authorization": f"Bearer {self._token}", "Accept": "*/*"}
-        if payload is not None:
-            headers["Content-Type"] = "application/json"
-        url = self._base.with_path(self._base.path.rstrip("/") + path)
+        headers = self._headers[payload is not None]
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = self._base.with_path(self._base.path.rstrip("/") + path)
+        pool = self._pooled_session() if reuse else None
         failure = ""
         try:
-            # A fresh connector per attempt: a retry must never reuse a socket that the
-            # failed attempt (or a dead tunnel) left behind.
-            connector = aiohttp.TCPConnector(force_close=True, limit=1)
-            async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-                # aiohttp silently resends an idempotent request once after a disconnect;
-                # every resend must be one of our counted, backed-off attempts instead.
-                session._retry_connection = False
-                async with session.request(route.method, url, data=payload, headers=headers) as response:
-                    reply = _Reply(
-                        status=response.status,
-                        content_type=response.content_type,
-                        sha256_header=response.headers.get(CONTENT_SHA256_HEADER),
-                        body=await response.read(),
-                    )
+            if pool is not None:
+                reply = await _request(pool, route, url, payload, headers, timeout)
+            else:
+                # A fresh connector per attempt: a retry must never reuse a socket that the
+                # failed attempt (or a dead tunnel) left behind.
+                connector = aiohttp.TCPConnector(force_close=True, limit=1)
+                async with aiohttp.ClientSession(
+                    connector=connector,
+                    timeout=timeout,
+                    cookie_jar=aiohttp.DummyCookieJar(),
+                    read_bufsize=_READ_BUFSIZE,
+                ) as session:
+                    # aiohttp silently resends an idempotent request once after a disconnect;
+                    # every resend must be one of our counted, backed-off attempts instead.
+                    session._retry_connection = False
+                    reply = await _request(session, route, url, payload, headers, timeout)
         except (aiohttp.ClientError, TimeoutError, ConnectionError) as error:
             if isinstance(error, aiohttp.InvalidURL):
                 raise
@@ -372,6 +438,30 @@ class BrokerClient:
         if reply.status != 200:
             raise BrokerProtocolError(f"{route.value}: unexpected HTTP status {reply.status}")
         return reply
+
+
+_READ_BUFSIZE = 1 << 20
+"""Read-ahead per connection: a whole frame arrives without pausing the socket (default 64 KiB)."""
+
+_KEEPALIVE_S = 15.0
+"""Idle pooled connections are closed after this long (aiohttp's client default)."""
+
+
+async def _request(
+    session: aiohttp.ClientSession,
+    route: Route,
+    url: URL,
+    payload: bytes | None,
+    headers: Mapping[str, str],
+    timeout: aiohttp.ClientTimeout,
+) -> _Reply:
+    async with session.request(route.method, url, data=payload, headers=headers, timeout=timeout) as response:
+        return _Reply(
+            status=response.status,
+            content_type=response.content_type,
+            sha256_header=response.headers.get(CONTENT_SHA256_HEADER),
+            body=await response.read(),
+        )
 
 
 def _http_error(reply: _Reply) -> BrokerHTTPError:

@@ -11,6 +11,14 @@ Exactly-once across crashes: a batch is recorded in ``resume-checkpoint.json`` b
 sent. A pilot started again on the same directory re-sends the pending batch with the same
 request id (the broker answers from its replay cache, or executes it if it never arrived)
 and never asks the model to redo a turn whose actions may have run.
+
+Durable writes per turn: the post-batch frame, then the pending checkpoint of the next
+batch (each an fsync of file and directory), in that order, so a durable checkpoint only
+ever references a durable frame. The state *after* a batch that does not end the loop is
+not written on its own: the next pending checkpoint carries it (and so does any other
+checkpoint the pilot writes first). A pilot killed in between resumes from the previous
+pending checkpoint and re-sends that batch, which the broker answers from its replay
+cache for the session's lifetime: the same outcome, one durable write fewer per turn.
 """
 
 from __future__ import annotations
@@ -20,11 +28,13 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from autocad_bench.actions import (
+    ACTION_ADAPTER,
+    Action,
     BatchRejection,
     action_request_id,
     computer_action_schema,
@@ -109,11 +119,19 @@ class Pilot:
         self.session: ProviderSession | None = None
         self._phase = "starting"
         self._pending_costs: list[Any] = []
+        self._unsaved = False
+        """``self.cp`` holds a post-batch state not yet written (see the module docstring)."""
 
     # --- entry --------------------------------------------------------------------------
 
     async def run(self) -> int:
         """Run (or continue) the rollout; return the pilot's exit code."""
+        # Per-turn requests reuse one keep-alive connection (retries never do); the pool is
+        # closed when the run ends, however it ends.
+        async with self.broker.keep_alive():
+            return await self._run()
+
+    async def _run(self) -> int:
         if self.paths.result.exists():
             existing = RolloutResult.model_validate_json(self.paths.result.read_bytes())
             return existing.exit_code
@@ -137,7 +155,9 @@ class Pilot:
                 await self.session.aclose()
         if failure is not None:
             self.cp = self.cp.model_copy(update={"failure": failure.failure, "failure_detail": failure.detail})
-            self.trace.checkpoint(self.cp)
+            self._write_checkpoint()
+        elif self._unsaved:
+            self._write_checkpoint()
         return await self._finish(failure)
 
     # --- handoff ------------------------------------------------------------------------
@@ -160,7 +180,7 @@ class Pilot:
                     "session_id": lease.session_id, "next_index": reset.next_index, "frame": frame,
                     "frame_sequence": reset.frame.sequence,
                 })
-                self.trace.checkpoint(self.cp)
+                self._write_checkpoint()
         except (BrokerError, OSError) as error:
             if self.cp.turn_index == 0 and self.cp.pending is None and self.budget.turns == 0:
                 raise _Failure(FailureClass.ADMISSION_FAILED, f"desktop handoff failed: {error}") from error
@@ -242,15 +262,16 @@ class Pilot:
             actions=validated.to_wire(),
             turn_index=index,
         )
-        # Written before sending: a crash from here on resends this exact request.
-        self._save(provider_state=provider_state, pending=pending)
-        await self._execute(pending)
+        # Written (durably) before sending: a crash from here on resends this exact request.
+        # Run state is rewritten once per turn, after the batch.
+        self._save(provider_state=provider_state, pending=pending, run_state=False)
+        await self._execute(pending, validated.actions)
 
-    async def _execute(self, pending: PendingBatch) -> None:
+    async def _execute(self, pending: PendingBatch, actions: Sequence[Action] | None = None) -> None:
+        """Send ``pending`` (its validated ``actions`` if at hand, else re-read from the wire form)."""
         assert self.cp.session_id is not None
-        from autocad_bench.actions import ACTION_ADAPTER
-
-        actions = [ACTION_ADAPTER.validate_python(item) for item in pending.actions]
+        if actions is None:
+            actions = [ACTION_ADAPTER.validate_python(item) for item in pending.actions]
         try:
             response = await self.broker.actions(self.cp.session_id, pending.request_id,
                                                  pending.expected_index, actions)
@@ -258,6 +279,7 @@ class Pilot:
             raise _Failure(FailureClass.ACTION_REJECTED,
                            f"broker conflict for batch {pending.request_id[:12]}: {error}") from error
         png = await self.broker.frame(response.frame.sequence, expected_sha256=response.frame.sha256)
+        # Durable before any checkpoint can reference it.
         frame = self.trace.save_frame(response.frame.sequence, png, response.frame.sha256,
                                       response.frame.width, response.frame.height)
         self.trace.receipts(pending.request_id, [
@@ -270,12 +292,17 @@ class Pilot:
         done = any(item.get("type") == "done" for item in pending.actions[-1:])
         failed = [r for r in response.receipts if not r.ok]
         feedback = executed_feedback(response, self.budget.remaining_actions)
+        finished = done or stop is not None or self.cp.done
+        # When the loop goes on, this state reaches the disk with the next checkpoint
+        # (normally the next batch's pending one): a pilot killed before that resends this
+        # batch, the broker replays it, and it is counted once, as above.
         self._save(
             pending=None, next_index=response.next_index, frame=frame, frame_sequence=response.frame.sequence,
             feedback=feedback, tool_use_id=pending.tool_use_id, turn_index=pending.turn_index + 1,
             post_action_visual_stable=response.post_action_visual_stable,
-            done=done or stop is not None or self.cp.done,
+            done=finished,
             stop_reason=("done" if done else (str(stop) if stop else self.cp.stop_reason)),
+            durable=finished or bool(failed),
         )
         self._summary_executed(pending, response)
         if failed:
@@ -305,7 +332,7 @@ class Pilot:
                 try:
                     value = await fetch()
                     path = self.paths.events if name == "events" else self.paths.frame_events
-                    self.trace.json(path, value.model_dump(mode="json"))
+                    self.trace.json(path, value)
                 except BrokerError as error:
                     cleanup.append(f"{name}: {error}")
             if not self.cp.released:
@@ -409,12 +436,21 @@ class Pilot:
             "post_action_visual_stable": response.post_action_visual_stable, "replayed": response.replayed,
         })
 
-    def _save(self, **update: Any) -> None:
+    def _save(self, *, durable: bool = True, run_state: bool = True, **update: Any) -> None:
+        """Update the checkpoint; write it now (``durable``) or with the next checkpoint."""
         update["budget"] = self.budget.snapshot()
         update["counters"] = self.caller.counters
         self.cp = self.cp.model_copy(update=update)
+        if durable:
+            self._write_checkpoint()
+        else:
+            self._unsaved = True
+        if run_state:
+            self._state(self._phase)
+
+    def _write_checkpoint(self) -> None:
         self.trace.checkpoint(self.cp)
-        self._state(self._phase)
+        self._unsaved = False
 
     def _state(self, phase: str) -> None:
         self._phase = phase

@@ -9,10 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import ResumeCheckpoint, RolloutResult, RunState
 from autocad_bench.models import ArtifactRef
-from autocad_bench.storage import append_jsonl, atomic_write_bytes, atomic_write_json, read_jsonl
+from autocad_bench.storage import (
+    append_jsonl,
+    append_jsonl_many,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_model,
+    read_jsonl,
+)
 
 
 def utcnow() -> datetime:
@@ -72,8 +81,7 @@ class TraceWriter:
         if request_id in self._receipt_requests:
             return
         self._receipt_requests.add(request_id)
-        for record in records:
-            append_jsonl(self.paths.input_receipts, {"request_id": request_id, **record})
+        append_jsonl_many(self.paths.input_receipts, [{"request_id": request_id, **record} for record in records])
 
     # --- state ----------------------------------------------------------------------------
 
@@ -83,14 +91,18 @@ class TraceWriter:
         return ResumeCheckpoint.model_validate_json(self.paths.checkpoint.read_bytes())
 
     def checkpoint(self, checkpoint: ResumeCheckpoint) -> None:
-        atomic_write_json(self.paths.checkpoint, checkpoint.model_dump(mode="json"))
+        atomic_write_model(self.paths.checkpoint, checkpoint)
 
     def run_state(self, state: RunState) -> None:
         # Progress only: resume trusts resume-checkpoint.json, so no fsync on this hot path.
-        atomic_write_json(self.paths.run_state, state.model_dump(mode="json"), durable=False)
+        atomic_write_model(self.paths.run_state, state, durable=False)
 
     def result(self, result: RolloutResult) -> None:
-        atomic_write_json(self.paths.result, result.model_dump(mode="json"))
+        atomic_write_model(self.paths.result, result)
 
     def json(self, path: Path, value: Any) -> None:
-        atomic_write_json(path, value)
+        """Write ``value`` (a pydantic model or plain JSON data) atomically and durably."""
+        if isinstance(value, BaseModel):
+            atomic_write_model(path, value)
+        else:
+            atomic_write_json(path, value)

@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically; the parent directory must exist.
@@ -25,11 +27,14 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if durable:
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -43,6 +48,16 @@ def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
     """Serialize ``value`` (sorted keys, 2-space indent, trailing newline) and replace ``path``."""
     data = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
     atomic_write_bytes(path, data.encode("utf-8"), durable=durable)
+
+
+def atomic_write_model(path: Path, model: BaseModel, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``model`` as JSON (field order, 2-space indent, trailing newline).
+
+    Pydantic's own serializer: the same values as ``atomic_write_json(path,
+    model.model_dump(mode="json"))`` without the pure-Python indenting encoder, which costs
+    far more than the write on hot paths (checkpoints and run state every turn).
+    """
+    atomic_write_bytes(path, (model.model_dump_json(indent=2) + "\n").encode("utf-8"), durable=durable)
 
 
 def read_json(path: Path) -> Any:
@@ -62,4 +77,3 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +16,29 @@ def append_jsonl(path: Path, record: Any, *, fsync: bool = False) -> None:
     interleaving inside a line; ``fsync`` makes the line durable before returning.
     """
     line = (json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
+    _append(path, line, fsync=fsync)
+
+
+def _append(path: Path, data: bytes, *, fsync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(fd, line)
+        os.write(fd, data)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_jsonl_many(path: Path, records: Sequence[Any], *, fsync: bool = False) -> None:
+    """Append several records, one line each, in a single ``write`` (nothing if empty).
+
+    Concurrent appenders cannot interleave inside the block; a crash may tear only its
+    last line, which :func:`read_jsonl` skips like any torn last line.
+    """
+    if not records:
+        return
+    data = "".join(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n" for record in records)
+    _append(path, data.encode(), fsync=fsync)
 
 
 def read_jsonl(path: Path) -> Iterator[Any]:

@@ -1,0 +1,207 @@
+"""What the pilot makes durable, and in which order.
+
+The contract: a batch's pending checkpoint is fsynced before the batch is sent, and a frame
+is durable before any durable checkpoint references it. The state after a batch that does
+not end the loop rides on the next checkpoint; a pilot killed before that re-sends the
+batch, which the broker replays, so the outcome is the same and nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from autocad_bench.broker.client import BrokerClient
+from autocad_bench.broker.protocol import Route
+from autocad_bench.config.models import BudgetConfig
+from autocad_bench.harness import trace as trace_module
+from autocad_bench.harness.assignment import PilotAssignment
+from autocad_bench.harness.pilot import Pilot
+from autocad_bench.harness.records import ResumeCheckpoint, RunState
+from autocad_bench.plugins import PluginHost, PluginRegistry
+from autocad_bench.providers.models import DisplaySize, ModelSpec
+from autocad_bench.storage import atomic, atomic_write_bytes, atomic_write_json, atomic_write_model
+from autocad_bench.testing.fake_broker import FakeBroker
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "examples" / "tasks" / "line-and-circle" / "reference.png"
+DISPLAY = DisplaySize(width=40, height=30)
+SCRIPT = [
+    {"actions": [{"type": "move", "x": 1, "y": 2}, {"type": "type", "text": "line"}]},
+    {"actions": [{"type": "click", "x": 3, "y": 4, "button": "left", "count": 1}]},
+    {"actions": [{"type": "key", "keys": ["enter"]}]},
+    {"actions": [{"type": "move", "x": 5, "y": 6}, {"type": "done"}]},
+]
+
+
+# Storage ---------------------------------------------------------------------------------------
+
+
+def _record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    return synced
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name descriptors")
+def test_durable_writes_fsync_the_new_file_then_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced = _record_fsyncs(monkeypatch)
+    atomic_write_bytes(tmp_path / "a.bin", b"x" * 100_000)
+    assert len(synced) == 2
+    assert Path(synced[0]).parent == tmp_path and Path(synced[0]).name.startswith(".a.bin.")
+    assert synced[1] == str(tmp_path)
+    synced.clear()
+    atomic_write_bytes(tmp_path / "a.bin", b"y", durable=False)
+    assert synced == [] and (tmp_path / "a.bin").read_bytes() == b"y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"], "no temporary file is left behind"
+
+
+def test_model_files_hold_the_same_values_as_json_files(tmp_path: Path) -> None:
+    checkpoint = ResumeCheckpoint(
+        rollout_id="r", attempt_id="a", feedback="caf\u00e9 \u2713", provider_state={"x": [1.5]}
+    )
+    atomic_write_model(tmp_path / "m.json", checkpoint)
+    atomic_write_json(tmp_path / "j.json", checkpoint.model_dump(mode="json"))
+    text = (tmp_path / "m.json").read_text(encoding="utf-8")
+    assert text.endswith("}\n") and "caf\u00e9" in text
+    assert json.loads(text) == json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    assert ResumeCheckpoint.model_validate_json(text) == checkpoint
+
+
+# The pilot -------------------------------------------------------------------------------------
+
+
+def _setup(tmp: Path, latency_s: float = 0.0) -> Path:
+    rollout = tmp / "rollout"
+    rollout.mkdir()
+    script = tmp / "script.jsonl"
+    script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT))
+    assignment = PilotAssignment(
+        batch_id="b",
+        rollout_id="r",
+        attempt_id="b.r.1",
+        task_id="t",
+        task_prompt="draw",
+        reference_png=str(REFERENCE),
+        model=ModelSpec(provider="scripted", model="replay", options={"script": str(script), "latency_s": latency_s}),
+        budgets=BudgetConfig(),
+        display=DISPLAY,
+        infrastructure_backend="test",
+    )
+    atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
+    return rollout
+
+
+def _pilot(rollout: Path, broker: FakeBroker) -> Pilot:
+    client = BrokerClient(
+        broker.url, broker.token, wait_initial_s=0.0005, wait_max_s=0.001, wait_jitter_s=0.0, operation_deadline_s=10
+    )
+    return Pilot(rollout, {}, host=PluginHost(registry=PluginRegistry(), environ={}), broker=client)
+
+
+def test_pending_is_durable_before_sending_and_frames_before_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[Any, ...]] = []
+    write_bytes, write_model = trace_module.atomic_write_bytes, trace_module.atomic_write_model
+
+    def bytes_spy(path: Path, data: bytes, *, durable: bool = True) -> None:
+        write_bytes(path, data, durable=durable)
+        events.append(("bytes", path.relative_to(path.parents[1]).as_posix(), durable))
+
+    def model_spy(path: Path, model: BaseModel, *, durable: bool = True) -> None:
+        write_model(path, model, durable=durable)
+        events.append(("model", path.name, durable, model))
+
+    monkeypatch.setattr(trace_module, "atomic_write_bytes", bytes_spy)
+    monkeypatch.setattr(trace_module, "atomic_write_model", model_spy)
+
+    async def scenario() -> FakeBroker:
+        async with FakeBroker(display=DISPLAY) as broker:
+            rollout = _setup(tmp_path)
+            pilot = _pilot(rollout, broker)
+            send = pilot.broker.actions
+
+            async def actions_spy(session_id: str, request_id: str, *args: Any, **kwargs: Any) -> Any:
+                events.append(("send", request_id))
+                return await send(session_id, request_id, *args, **kwargs)
+
+            pilot.broker.actions = actions_spy  # type: ignore[method-assign]
+            assert await pilot.run() == 0
+            return broker
+
+    broker = asyncio.run(scenario())
+    assert [i.index for i in broker.injected] == list(range(6))
+
+    durable_frames: set[str] = set()
+    last_checkpoint: ResumeCheckpoint | None = None
+    sends = 0
+    checkpoints_since_send = run_states_since_send = 0
+    for event in events:
+        if event[0] == "bytes" and event[1].startswith("frames/"):
+            assert event[2], "frames are written durably"
+            durable_frames.add(event[1])
+        elif event[0] == "model" and event[1] == "resume-checkpoint.json":
+            checkpoint = event[3]
+            assert event[2], "checkpoints are written durably"
+            assert checkpoint.frame is None or checkpoint.frame.path in durable_frames, (
+                "a durable checkpoint references a frame that is not durable yet"
+            )
+            last_checkpoint = checkpoint
+            checkpoints_since_send += 1
+        elif event[0] == "model" and event[1] == "run-state.json":
+            assert not event[2] and isinstance(event[3], RunState)
+            run_states_since_send += 1
+        elif event[0] == "send":
+            assert last_checkpoint is not None and last_checkpoint.pending is not None
+            assert last_checkpoint.pending.request_id == event[1], "the batch's pending checkpoint came first"
+            if sends:
+                # One checkpoint (the pending one) and one run-state rewrite per continuing turn.
+                assert (checkpoints_since_send, run_states_since_send) == (1, 1)
+            sends += 1
+            checkpoints_since_send = run_states_since_send = 0
+    assert sends == len(SCRIPT)
+    final = ResumeCheckpoint.model_validate_json((tmp_path / "rollout" / "resume-checkpoint.json").read_bytes())
+    assert final.done and final.pending is None and final.released and final.next_index == 6
+
+
+def test_killed_while_the_model_thinks_resumes_by_replaying_the_last_batch(tmp_path: Path) -> None:
+    async def scenario() -> tuple[FakeBroker, Path]:
+        async with FakeBroker(display=DISPLAY) as broker:
+            rollout = _setup(tmp_path, latency_s=0.3)
+            task = asyncio.create_task(_pilot(rollout, broker).run())
+            # The first batch has run and its frame was fetched: the pilot now waits for turn 2.
+            while len([r for r in broker.requests if r.route == Route.FRAME.value]) < 2:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.1)
+            assert len(broker.injected) == 2 and not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            on_disk = ResumeCheckpoint.model_validate_json((rollout / "resume-checkpoint.json").read_bytes())
+            assert on_disk.pending is not None and on_disk.next_index == 0, (
+                "the post-batch state rides on the next checkpoint"
+            )
+            assert await _pilot(rollout, broker).run() == 0
+            return broker, rollout
+
+    broker, rollout = asyncio.run(scenario())
+    assert [i.index for i in broker.injected] == list(range(6)), "nothing ran twice"
+    first = [r for r in broker.requests if r.route == Route.ACTIONS.value][:2]
+    assert first[0].body_sha256 == first[1].body_sha256, "the resumed pilot re-sent the same batch"
+    receipts = [json.loads(line) for line in (rollout / "input_receipts.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in receipts] == list(range(6))
+    result = json.loads((rollout / "result.json").read_text())
+    assert (result["status"], result["actions"], result["attempts"]) == ("completed", 6, 2)
