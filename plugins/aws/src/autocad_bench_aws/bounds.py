@@ -88,7 +88,7 @@ BOUNDS: tuple[Bound[Unit], ...] = (
           "pilot runs on one clone with the same lease identity and reset key, only while no "
           "model request was made"),
     Bound("Broker HTTP operation", BROKER_TRANSPORT_ATTEMPTS, "attempts",
-          "core BrokerClient: fresh connection per attempt, unchanged idempotency identity"),
+          "core BrokerClient: fresh connection per retry, unchanged idempotency identity"),
     *EVIDENCE.rows("idempotent; termination follows even when it times out"),
     Bound("Evaluation export on the worker", EVALUATION_EXPORT_S, "seconds",
           f"SSM command that uploads through presigned URLs valid {PRESIGNED_URL_S} s; downloads "
