@@ -15,7 +15,8 @@ from tests.aws.conftest import AwsEnv
 
 def start_and_kill(aws: AwsEnv, name: str) -> tuple[Path, str]:
     """Start a slow two-rollout batch, SIGKILL the controller once both models are running."""
-    config = write_config(aws, aws_config(aws, rollouts=2, latency_s=1.0), name)
+    # A long model latency keeps both rollouts mid-flight well past the kill, even on a loaded machine.
+    config = write_config(aws, aws_config(aws, rollouts=2, latency_s=4.0), name)
     out = aws.tmp / f"{name}-out"
     process = subprocess.Popen(batch_command(config, out), env=dict(os.environ), start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
