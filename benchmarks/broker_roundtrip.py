@@ -4,7 +4,8 @@ On a private 1920x1080 Xvfb display (with LibreCAD running on it by default), ea
 measures, alternating, in one run:
 
 - **direct: move + grab + PNG**: PyAutoGUI injects one ``move``, mss grabs the screen once,
-  the frame is PNG-encoded (the minimum desktop work of one action);
+  the frame is PNG-encoded (the minimum desktop work of one action); with
+  ``--settle-delay-s`` it sleeps that long before the grab, like the polls;
 - **direct: move + stability poll + PNG**: the same with ``stable_frame`` under the broker's
   policy instead of a single grab (the desktop work the broker is asked to do);
 - **broker**: ``BrokerClient.actions`` with that one ``move`` (fresh TCP connection, JSON,
@@ -16,10 +17,18 @@ The broker is a separate process, as in production: the real ``autocad-bench-bro
 CLI with LibreCAD, or with ``--no-librecad`` a broker on a do-nothing application adapter.
 Its stability poll runs with ``--settle-delay-s 0 --settle-interval-s 0`` by default, to
 measure overhead rather than the deliberate settle wait (pass the production defaults, 0.1
-and 0.1, to see what a batch really costs). Two pointer targets: ``quiet``, the strip below
+and 0.1, to see what a batch really costs). With no settle delay, the busy target's frames
+are mostly taken before LibreCAD's redraw (see below); ``--settle-delay-s 0.05`` lets every
+path see the redraw and still compares the same waits. Two pointer targets: ``quiet``, the strip below
 the LibreCAD window (the pixels do not change, so the broker reuses the previous frame's
 PNG), and ``busy``, LibreCAD's drawing area (the crosshair is redrawn after each move, so
 the poll needs a third grab and a fresh encode). Without LibreCAD both targets are quiet.
+Every timed path starts from a settled screen (an untimed poll after the previous move).
+For the busy target the run also counts the frames that show the redrawn crosshair (compared
+with a reference frame of each position taken after a long settle) and their medians: with
+no settle delay a single grab, and often two back-to-back raw grabs of the stability poll,
+come back before LibreCAD has redrawn (10-20 ms after the move here), and such a stale frame
+costs less (the broker even reuses the previous PNG without converting anything).
 
     uv run python benchmarks/broker_roundtrip.py [--iterations 40] [--no-librecad]
         [--settle-delay-s 0] [--settle-interval-s 0] [--png-level 6] [--target 1.25]
@@ -62,6 +71,8 @@ QUIET = ((200, 1066), (260, 1068))
 """Below the 1920x1050 LibreCAD window: the root window, which does not react to the pointer."""
 BUSY = ((900, 500), (960, 520))
 """Over LibreCAD's drawing area: the crosshair and the coordinate display follow the pointer."""
+SETTLED = StabilityPolicy(window_s=2.0, interval_s=0.02, settle_s=0.05)
+"""Untimed wait between the paths: the screen has redrawn for the previous move."""
 PATHS = (
     "direct: move + grab + PNG",
     "direct: move + stability poll + PNG",
@@ -202,21 +213,37 @@ async def measure(args: argparse.Namespace, display: str, url: str, token: str) 
         for label, points in (("quiet", QUIET), ("busy", BUSY)):
             samples: dict[str, list[float]] = {name: [] for name in PATHS}
             stable = polled_stable = 0
+            # What each pointer position looks like once the application has redrawn: a path's
+            # frame is "fresh" when it shows the new position, "stale" when the poll (or the
+            # single grab) came back before the redraw.
+            reference: dict[tuple[int, int], tuple[str, str]] = {}
+            for point in points:
+                driver.move(*point)
+                settled_frame, _ = stable_frame(capture, StabilityPolicy(window_s=3.0, interval_s=0.05, settle_s=0.5))
+                reference[point] = (settled_frame.sha256, encode_png(settled_frame, args.png_level).sha256)
+            fresh: dict[str, list[float]] = {name: [] for name in PATHS}  # samples of fresh frames
             for iteration in range(args.warmup + args.iterations):
                 x, y = points[iteration % 2]
                 other = points[(iteration + 1) % 2]
-                # Each path moves the pointer from the other point, so every move is a change.
+                # Each path moves the pointer from the other point, so every move is a change,
+                # and starts (untimed) from a settled screen that shows the other point.
+                stable_frame(capture, SETTLED)
                 started = time.perf_counter()
                 driver.move(x, y)
+                if policy.settle_s > 0:
+                    time.sleep(policy.settle_s)  # the same deliberate wait as the polls
                 png = encode_png(capture.grab(), args.png_level)
                 grab_ms = (time.perf_counter() - started) * 1000
+                grab_sha = png.frame_sha256
                 driver.move(*other)
+                stable_frame(capture, SETTLED)
                 started = time.perf_counter()
                 driver.move(x, y)
                 frame, settled = stable_frame(capture, policy)
                 png = encode_png(frame, args.png_level)
                 poll_ms = (time.perf_counter() - started) * 1000
                 driver.move(*other)
+                stable_frame(capture, SETTLED)
                 turn += 1
                 request_id = action_request_id("attempt-1", f"toolu_{turn}", 0)
                 started = time.perf_counter()
@@ -231,6 +258,12 @@ async def measure(args: argparse.Namespace, display: str, url: str, token: str) 
                         samples[name].append(value)
                     stable += result.post_action_visual_stable
                     polled_stable += settled
+                    pixels, png_sha = reference[(x, y)]
+                    broker_fresh = result.frame.sha256 == png_sha
+                    shown = (grab_sha == pixels, frame.sha256 == pixels, broker_fresh, broker_fresh)
+                    for name, ok, value in zip(PATHS, shown, (grab_ms, poll_ms, actions_ms, total_ms), strict=True):
+                        if ok:
+                            fresh[name].append(value)
             grab_base = statistics.median(samples[PATHS[0]])
             poll_base = statistics.median(samples[PATHS[1]])
             for name in PATHS:
@@ -241,16 +274,34 @@ async def measure(args: argparse.Namespace, display: str, url: str, token: str) 
                 )  # fmt: skip
             broker_total = statistics.median(samples[PATHS[3]])
             ratios[label] = (broker_total / grab_base, broker_total / poll_base)
-            notes.append(
+            note = (
                 f"{label}: pixels settled in {stable}/{args.iterations} broker batches, "
                 f"{polled_stable}/{args.iterations} direct polls"
             )
+            if label == "busy":
+                # Only these frames show the result of the move; the others came back before
+                # LibreCAD redrew (possible with no settle delay: two grabs can both precede it).
+                shown_ms = [
+                    f"{what} {len(fresh[name])}"
+                    + (f" (median {statistics.median(fresh[name]):.1f} ms)" if fresh[name] else "")
+                    for what, name in (("broker", PATHS[3]), ("direct poll", PATHS[1]), ("direct grab", PATHS[0]))
+                ]
+                note += f"; frames showing the redrawn crosshair: {', '.join(shown_ms)}"
+            notes.append(note)
         # The pieces of the direct path, and the PNG cost of the frame on screen (app still up).
-        grabs, frame = [], capture.grab()
+        grabs, raw_grabs, frame = [], [], capture.grab()
+        grab_raw = getattr(capture, "grab_raw", None)  # absent before raw grabs existed (A/B runs)
+        last = grab_raw() if grab_raw is not None else None
         for _ in range(10):
             started = time.perf_counter()
             frame = capture.grab()
             grabs.append((time.perf_counter() - started) * 1000)
+            if grab_raw is not None:
+                started = time.perf_counter()
+                raw = grab_raw()
+                raw.same_pixels(last)
+                raw_grabs.append((time.perf_counter() - started) * 1000)
+                last = raw
         png_rows = []
         for level in sorted({1, 6, 9, args.png_level}):
             encodes = [encode_png(frame, level) for _ in range(5)]
@@ -272,6 +323,8 @@ async def measure(args: argparse.Namespace, display: str, url: str, token: str) 
     )
     print("\n".join(notes))
     print(f"\none mss grab (BGRX->RGB and SHA-256 included): median {statistics.median(grabs):.1f} ms")
+    if raw_grabs:
+        print(f"one raw grab compared with the previous (an extra poll grab): {statistics.median(raw_grabs):.1f} ms")
     print()
     print(table("PNG per 1920x1080 frame (current screen, median of 5)", ["level", "KiB", "encode ms"], png_rows))
     print()

@@ -13,9 +13,14 @@
   pipelined into it: the same rule as
   :func:`~autocad_bench_broker.drivers.capture.stable_frame` (grab until two consecutive
   grabs are pixel-identical, within ``policy.window_s``; otherwise the freshest frame with
-  ``stable=False``), but while it waits for the next grab, the previous frame is already
-  being encoded in a second thread. When the pair matches, the PNG is usually ready, so the
-  encode costs no extra latency. At most one speculative encode is in flight.
+  ``stable=False``). Grabs are compared raw; only the returned grab is converted to RGB and
+  hashed, and not even that one when it shows the pixels of the PNG being reused. When the
+  poll sleeps between grabs (``interval_s > 0``), the previous grab is converted and
+  encoded in a second thread meanwhile, so when the pair matches the PNG is usually ready
+  and the encode costs no extra latency. At most one speculative encode is in flight.
+  With ``interval_s == 0`` nothing is speculated: the next grab follows at once, so a
+  speculative encode could save at most one raw grab (1-4 ms) while it competes for the
+  CPU with the poll and with the application's redraw (measured: slower on 2 cores).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import contextlib
 import functools
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,9 +43,10 @@ from autocad_bench_broker.drivers.capture import (
     DEFAULT_PNG_COMPRESS_LEVEL,
     Frame,
     PngImage,
+    RawGrab,
     ScreenCapture,
     StabilityPolicy,
-    encode_png,
+    grab_raw,
 )
 from autocad_bench_broker.drivers.dispatch import apply_action
 from autocad_bench_broker.drivers.input import InputDriver
@@ -167,6 +174,33 @@ class SettledFrame:
     elapsed_s: float
 
 
+_SOURCES_KEPT = 2
+_sources: OrderedDict[int, tuple[PngImage, RawGrab]] = OrderedDict()
+_sources_lock = threading.Lock()
+
+
+def _remember(png: PngImage, grab: RawGrab) -> None:
+    """Keep the (converted) grab that ``png`` was encoded from, for the next batch's reuse.
+
+    The server hands the PNG of a session's last frame back as ``reuse``; knowing its grab
+    lets the next poll tell with one ``memcmp`` whether the screen is unchanged (reuse, no
+    conversion) or changed (encode at once, no SHA-256 needed first). Only the last
+    ``_SOURCES_KEPT`` PNGs are remembered (about 14 MB each at 1920x1080).
+    """
+    with _sources_lock:
+        _sources[id(png)] = (png, grab)
+        _sources.move_to_end(id(png))
+        while len(_sources) > _SOURCES_KEPT:
+            _sources.popitem(last=False)
+
+
+def _source_of(png: PngImage) -> RawGrab | None:
+    """The grab ``png`` was encoded from, if remembered (matched by identity, not by value)."""
+    with _sources_lock:
+        entry = _sources.get(id(png))
+    return entry[1] if entry is not None and entry[0] is png else None
+
+
 def settle_and_encode(
     capture: ScreenCapture,
     policy: StabilityPolicy,
@@ -182,47 +216,65 @@ def settle_and_encode(
     Same bounds and outcome as ``stable_frame``: ``policy.settle_s`` before the first grab,
     ``policy.interval_s`` between grabs, ``policy.window_s`` for everything; grab errors are
     tolerated inside the window. Raises :class:`CaptureError` only if no frame at all could
-    be grabbed (and :class:`Interrupted` if ``sleep`` raises it). ``encoder`` runs the
-    speculative encodes (one worker is enough). ``reuse`` is the PNG of the previous frame:
-    a frame with the same pixels (``PngImage.frame_sha256``) is not encoded again, since
-    the encoder is deterministic (many actions leave the screen unchanged).
+    be grabbed (and :class:`Interrupted` if ``sleep`` raises it). Grabs are compared raw and
+    only the returned one is converted, unless a speculative encode (``interval_s > 0``
+    only; ``encoder`` runs it, one worker is enough) already converted an identical grab.
+    ``reuse`` is the PNG of the previous frame: a frame with the same pixels
+    (``PngImage.frame_sha256``) is not encoded again, since the encoder is deterministic
+    (many actions leave the screen unchanged). When ``reuse`` is a PNG this function
+    returned recently, its grab is remembered and compared raw: an unchanged screen is then
+    not converted at all, and a changed one is encoded without waiting for its SHA-256.
     """
     started = clock()
     deadline = started + policy.window_s
     if policy.settle_s > 0:
         sleep(min(policy.settle_s, policy.window_s))
-    previous: Frame | None = None
-    pending: tuple[str, Future[PngImage]] | None = None  # (raw frame sha256, its encode)
+    speculate = policy.interval_s > 0
+    previous: RawGrab | None = None
+    pending: tuple[RawGrab, Future[tuple[Frame, PngImage]]] | None = None  # (grab, its frame and PNG)
     last_error: CaptureError | None = None
     grabs = 0
+    if reuse is not None and reuse.compress_level != compress_level:
+        reuse = None
+    source = _source_of(reuse) if reuse is not None else None
 
-    def known(frame: Frame) -> bool:
-        return reuse is not None and reuse.frame_sha256 == frame.sha256 and reuse.compress_level == compress_level
+    def encode(grab: RawGrab) -> tuple[Frame, PngImage]:
+        if reuse is not None:
+            if source is None:
+                frame = grab.frame()
+                if frame.sha256 == reuse.frame_sha256:
+                    return frame, reuse
+            elif grab.same_pixels(source):
+                return grab.frame_like(source), reuse  # unchanged screen: nothing to convert
+            # else: the pixels differ from those of ``reuse``, which therefore cannot serve
+        frame, png = grab.frame_and_png(compress_level)
+        _remember(png, grab)
+        return frame, png
 
-    def png_of(frame: Frame) -> PngImage:
-        if known(frame):
-            assert reuse is not None
-            return reuse
-        if pending is not None and pending[0] == frame.sha256:
-            return pending[1].result()
-        return encode_png(frame, compress_level)
+    def settled(grab: RawGrab, stable: bool) -> SettledFrame:
+        if pending is not None and pending[0].same_pixels(grab):
+            # Identical pixels encode to identical PNG bytes, so the earlier encode serves.
+            png = pending[1].result()[1]
+            frame = grab.frame_like(pending[0])
+        else:
+            frame, png = encode(grab)
+        return SettledFrame(frame, png, stable, grabs, clock() - started)
 
     while True:
         try:
-            current = capture.grab()
+            current = grab_raw(capture)
         except CaptureError as exc:
             last_error = exc
         else:
             grabs += 1
-            if previous is not None and current.sha256 == previous.sha256:
-                # Identical pixels encode to identical PNG bytes, so the earlier encode serves.
-                return SettledFrame(current, png_of(current), True, grabs, clock() - started)
+            if previous is not None and current.same_pixels(previous):
+                return settled(current, True)
             previous = current
-            if not known(current) and (pending is None or pending[1].done()):
-                pending = (current.sha256, encoder.submit(encode_png, current, compress_level))
+            if speculate and (pending is None or pending[1].done()):
+                pending = (current, encoder.submit(encode, current))
         if clock() >= deadline:
             break
         sleep(max(0.0, min(policy.interval_s, deadline - clock())))
     if previous is None:
         raise CaptureError(f"no frame within {policy.window_s:.2f} s: {last_error}")
-    return SettledFrame(previous, png_of(previous), False, grabs, clock() - started)
+    return settled(previous, False)
