@@ -133,9 +133,14 @@ def test_status_polling_is_shared_by_the_batch(aws: AwsEnv) -> None:
     assert _rollouts(aws, "poll-8", 8) == [0] * 8
     polls = aws.fake.count("DescribeInstanceStatus")
     assert polls < 8 * single, f"{polls} status polls for 8 rollouts vs {single} for one"
-    per_launch = aws.fake.count("RunInstances", "SendCommand", "GetCommandInvocation", "StartSession",
-                                "TerminateSession", "TerminateInstances")
-    assert per_launch == 8 * 6
+    # One of each per launch. On a loaded machine a readiness command may need one more
+    # GetCommandInvocation poll, and a tunnel the watchdog restarts one more session; those
+    # are bounded retries, not per-rollout work, so they are checked separately.
+    for operation in ("RunInstances", "SendCommand", "TerminateInstances"):
+        assert aws.fake.count(operation) == 8, operation
+    sessions = aws.fake.count("StartSession")
+    assert aws.fake.count("TerminateSession") == sessions and 8 <= sessions <= 10
+    assert 8 <= aws.fake.count("GetCommandInvocation") <= 10
     assert aws.live("poll-8") == []
 
 

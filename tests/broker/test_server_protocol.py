@@ -23,6 +23,8 @@ from yarl import URL
 from autocad_bench.actions import ACTION_ADAPTER, DoneAction, action_request_id
 from autocad_bench.broker import BrokerConflict, BrokerHTTPError
 from autocad_bench.broker.protocol import (
+    ACTIONS_FRAME_MEDIA_TYPE,
+    ACTIONS_LENGTH_HEADER,
     ActionsResponse,
     CheckpointResponse,
     ErrorResponse,
@@ -267,6 +269,38 @@ async def test_actions_inject_in_order_and_store_the_frame(tmp_path: Path) -> No
         last = EventsResponse.model_validate_json(raw).events[-1]
         assert last.kind == "actions"
         assert last.detail["request_id"] == rid(0) and last.detail["actions"] == LINE
+
+
+async def _post_for_frame(rig: Rig, body: dict[str, Any]) -> tuple[str, ActionsResponse, bytes]:
+    headers = {**rig.auth, "Accept": f"{ACTIONS_FRAME_MEDIA_TYPE}, application/json"}
+    async with rig.http.post(rig.url + "/actions", json=body, headers=headers) as response:
+        assert response.status == 200
+        data = await response.read()
+        split = int(response.headers.get(ACTIONS_LENGTH_HEADER, "0"))
+        return response.content_type, ActionsResponse.model_validate_json(data[:split] or data), data[split:]
+
+
+async def test_actions_send_the_frame_with_the_answer_when_asked(tmp_path: Path) -> None:
+    async with running_rig(tmp_path) as rig:
+        session = await ready(rig)
+        kind, first, png = await _post_for_frame(rig, actions_body(session, rid(0), 0, LINE))
+        assert kind == ACTIONS_FRAME_MEDIA_TYPE and first.frame.sequence == 1
+        assert hashlib.sha256(png).hexdigest() == first.frame.sha256 and len(png) == first.frame.size
+        status, served = await rig.get("/frames/1")
+        assert status == 200 and served == png
+        _, second, png2 = await _post_for_frame(rig, actions_body(session, rid(1), 3, LINE[:1]))
+        assert second.frame.sequence == 2 and png2 != png
+        calls = list(rig.driver.calls)
+        # A replay of the older batch: its frame is no longer the latest, so it is read back.
+        _, again, png_again = await _post_for_frame(rig, actions_body(session, rid(0), 0, LINE))
+        assert again.replayed and png_again == png and rig.driver.calls == calls
+        # Without the Accept header the answer stays plain JSON.
+        status, plain = await rig.post("/actions", actions_body(session, rid(1), 3, LINE[:1]))
+        assert status == 200 and ActionsResponse.model_validate(plain).replayed
+        # The client uses it: one request per batch, the frame checked against its digest.
+        client = rig.client()
+        result, frame = await client.actions_with_frame(session, rid(2), 4, [DoneAction()])
+        assert hashlib.sha256(frame).hexdigest() == result.frame.sha256 and result.frame.sequence == 3
 
 
 async def test_an_identical_replay_returns_the_cached_answer_without_side_effects(tmp_path: Path) -> None:

@@ -642,3 +642,58 @@ async def test_routing_errors_use_protocol_bodies(
     ):
         assert response.status == status
         assert (await response.json())["code"] == code
+
+
+# The post-batch frame in the actions answer -------------------------------------------------
+
+
+async def test_actions_with_frame_is_one_round_trip(client: BrokerClient, broker: FakeBroker) -> None:
+    session = await ready(client)
+    result, png = await client.actions_with_frame(session, rid(0), 0, BATCH)
+    assert (result.first_index, result.next_index, result.replayed) == (0, 3, False)
+    assert hashlib.sha256(png).hexdigest() == result.frame.sha256 and len(png) == result.frame.size
+    assert png_size(png) == (SMALL.width, SMALL.height)
+    assert len(routes(broker, Route.ACTIONS)) == 1 and not routes(broker, Route.FRAME), "no separate frame request"
+    again, png_again = await client.actions_with_frame(session, rid(0), 0, BATCH)
+    assert again.replayed and png_again == png and len(broker.injected) == 3
+
+
+async def test_actions_with_frame_falls_back_to_a_frame_request() -> None:
+    async with FakeBroker(token=TOKEN, display=SMALL, actions_frame=False) as fake:
+        client = make_client(fake)
+        session = await ready(client)
+        result, png = await client.actions_with_frame(session, rid(0), 0, BATCH)
+        assert hashlib.sha256(png).hexdigest() == result.frame.sha256
+        assert [r.route for r in fake.requests][-2:] == [Route.ACTIONS.value, Route.FRAME.value]
+
+
+@pytest.mark.parametrize("kind", [FaultKind.CORRUPT_RESPONSE, FaultKind.TRUNCATE_RESPONSE, FaultKind.DROP_RESPONSE])
+async def test_a_damaged_frame_in_the_answer_is_replayed_not_reinjected(
+    client: BrokerClient, broker: FakeBroker, kind: FaultKind
+) -> None:
+    session = await ready(client)
+    broker.add_faults(Fault(kind, Route.ACTIONS))
+    result, png = await client.actions_with_frame(session, rid(0), 0, BATCH)
+    assert result.replayed and hashlib.sha256(png).hexdigest() == result.frame.sha256
+    sent = routes(broker, Route.ACTIONS)
+    assert len(sent) == 2 and sent[0].body_sha256 == sent[1].body_sha256, "the same request was re-sent"
+    assert len(broker.injected) == 3, "nothing was injected twice"
+
+
+async def test_a_bundle_without_its_length_header_is_a_protocol_error() -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"{}", headers={"Content-Type": "application/vnd.autocad-bench.actions-frame"})
+
+    app = web.Application()
+    app.router.add_post("/actions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        client = BrokerClient(f"http://127.0.0.1:{port}", TOKEN, wait_initial_s=0.0, wait_max_s=0.0)
+        with pytest.raises(BrokerProtocolError, match="X-Actions-Response-Length"):
+            await client.actions_with_frame("s", rid(0), 0, BATCH)
+    finally:
+        await runner.cleanup()

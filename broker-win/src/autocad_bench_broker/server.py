@@ -77,8 +77,10 @@ from autocad_bench.broker.protocol import (
     ResetResponse,
     Route,
     StatusResponse,
+    actions_frame_body,
     request_fingerprint,
     reset_request_id,
+    wants_actions_frame,
 )
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.models import DisplaySize
@@ -648,10 +650,13 @@ class BrokerServer:
         fingerprint = request_fingerprint(envelope)
         session = self._session(envelope.session_id)
         request_id = envelope.request_id
+        with_frame = wants_actions_frame(request.headers.get("Accept"))
         while True:
             cached = session.actions.get(request_id)
             if cached is not None:
-                return _replay(cached, fingerprint)
+                return await self._actions_answer(
+                    session, _replayed_model(cached, fingerprint, ActionsResponse), with_frame
+                )
             running = session.inflight.get(request_id)
             if running is None or running.done():
                 break
@@ -660,7 +665,32 @@ class BrokerServer:
         task = self._spawn(self._execute_actions(session, envelope, fingerprint))
         session.inflight[request_id] = task
         task.add_done_callback(lambda _: _forget(session.inflight, request_id, task))
-        return _ok(await asyncio.shield(task))
+        return await self._actions_answer(session, await asyncio.shield(task), with_frame)
+
+    async def _actions_answer(self, session: Session, response: ActionsResponse, with_frame: bool) -> web.Response:
+        """The JSON answer, or JSON followed by the post-batch PNG when the client asked.
+
+        The frame normally comes from memory (the latest one); a replay of an older batch
+        reads it back from the session's store. If that read fails the answer is plain
+        JSON, and the client fetches the frame with ``GET /frames/{sequence}``.
+        """
+        if not with_frame:
+            return _ok(response)
+        info = response.frame
+        latest = session.last_png
+        if latest is not None and latest.sha256 == info.sha256:
+            data = latest.data
+        else:
+            files = session.files
+            try:
+                data = await run_blocking(lambda: files.read_frame(info.sequence, info.sha256), name="broker-read")
+            except StoreError as error:
+                self.events.add(
+                    "fault", {"operation": "frame", "sequence": info.sequence, "error": describe_error(error)}
+                )
+                return _ok(response)
+        body, headers = actions_frame_body(response, data)
+        return web.Response(body=body, headers=headers)
 
     async def _execute_actions(self, session: Session, envelope: ActionsEnvelope, fingerprint: str) -> ActionsResponse:
         async with session.lock:

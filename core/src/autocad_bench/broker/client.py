@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -39,6 +39,8 @@ from autocad_bench.broker.errors import (
     BrokerTransportExhausted,
 )
 from autocad_bench.broker.protocol import (
+    ACTIONS_FRAME_MEDIA_TYPE,
+    ACTIONS_LENGTH_HEADER,
     CONTENT_SHA256_HEADER,
     NAME_PATTERN,
     ActionsRequest,
@@ -96,6 +98,7 @@ class _Reply:
     content_type: str
     sha256_header: str | None
     body: bytes
+    actions_length: str | None = None
 
 
 class BrokerClient:
@@ -136,6 +139,7 @@ class BrokerClient:
         self._token = token
         auth = {"Authorization": f"Bearer {token}", "Accept": "*/*"}
         self._headers = {False: auth, True: {**auth, "Content-Type": "application/json"}}
+        self._bundle_headers = {**self._headers[True], "Accept": f"{ACTIONS_FRAME_MEDIA_TYPE}, application/json"}
         self._urls: dict[str, URL] = {}
         self._pool: aiohttp.ClientSession | None = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
@@ -267,6 +271,54 @@ class BrokerClient:
             deadline_s = self.operation_deadline_s + waits
         return await self._json(Route.ACTIONS, "/actions", body, ActionsResponse, deadline_s)
 
+    async def actions_with_frame(
+        self,
+        session_id: str,
+        request_id: str,
+        expected_index: int,
+        actions: Sequence[Action] | ValidatedBatch,
+        *,
+        deadline_s: float | None = None,
+    ) -> tuple[ActionsResponse, bytes]:
+        """:meth:`actions`, plus the post-batch frame's PNG bytes, checksum-verified.
+
+        Asks for the frame in the same answer (:data:`ACTIONS_FRAME_MEDIA_TYPE`), which saves
+        a round trip per turn; a broker that answers plain JSON gets the usual
+        ``GET /frames/{sequence}``. Failures are those of :meth:`actions` and :meth:`frame`.
+        A frame whose bytes do not match ``frame.sha256`` counts as a body lost in transit:
+        the batch is re-sent under the same request id and the broker replays it.
+        """
+        items = actions.actions if isinstance(actions, ValidatedBatch) else tuple(actions)
+        body = ActionsRequest(
+            session_id=session_id, request_id=request_id, expected_index=expected_index, actions=items
+        )
+        if deadline_s is None:
+            deadline_s = self.operation_deadline_s + sum(getattr(action, "seconds", 0.0) for action in items)
+
+        def parse(reply: _Reply) -> tuple[ActionsResponse, bytes | None]:
+            if reply.content_type != ACTIONS_FRAME_MEDIA_TYPE:
+                return self._parse_json(Route.ACTIONS, ActionsResponse, reply), None
+            try:
+                split = int(reply.actions_length or "")
+            except ValueError:
+                raise BrokerProtocolError(f"{Route.ACTIONS.value}: response lacks {ACTIONS_LENGTH_HEADER}") from None
+            if not 0 < split <= len(reply.body):
+                raise _CorruptBody("the actions response is shorter than its announced JSON part")
+            view = memoryview(reply.body)
+            response = self._parse_json(Route.ACTIONS, ActionsResponse, reply, view[:split])
+            png = view[split:]
+            if hashlib.sha256(png).hexdigest() != response.frame.sha256:
+                raise _CorruptBody("the frame does not match its SHA-256")
+            return response, png.tobytes()
+
+        response, png = await self._operation(
+            Route.ACTIONS, "/actions", body.model_dump_json().encode("utf-8"), parse, deadline_s,
+            headers=self._bundle_headers,
+        )
+        if png is None:
+            png = await self.frame(response.frame.sequence, expected_sha256=response.frame.sha256)
+        return response, png
+
     async def frame(self, sequence: int, *, expected_sha256: str | None = None) -> bytes:
         """``GET /frames/{sequence}``: PNG bytes whose SHA-256 matched the broker's header.
 
@@ -317,21 +369,24 @@ class BrokerClient:
         model: type[_M],
         deadline_s: float | None = None,
     ) -> _M:
-        def parse(reply: _Reply) -> _M:
-            try:
-                data = json.loads(reply.body)
-            except ValueError:
-                raise _CorruptBody("response body is not JSON") from None
-            try:
-                return model.model_validate(data)
-            except ValidationError as error:
-                raise BrokerProtocolError(
-                    f"{route.value}: response does not match {model.__name__}: "
-                    f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']}"
-                ) from None
-
         payload = None if body is None else body.model_dump_json().encode("utf-8")
-        return await self._operation(route, path, payload, parse, deadline_s)
+        return await self._operation(
+            route, path, payload, functools.partial(self._parse_json, route, model), deadline_s
+        )
+
+    @staticmethod
+    def _parse_json(route: Route, model: type[_M], reply: _Reply, data: bytes | memoryview | None = None) -> _M:
+        """``reply``'s JSON body (or ``data``, a part of it) as ``model``."""
+        raw = reply.body if data is None else bytes(data)
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as error:
+            if any(problem["type"] == "json_invalid" for problem in error.errors()):
+                raise _CorruptBody("response body is not JSON") from None
+            raise BrokerProtocolError(
+                f"{route.value}: response does not match {model.__name__}: "
+                f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']}"
+            ) from None
 
     async def _binary(self, route: Route, path: str, expected_sha256: str | None) -> bytes:
         def parse(reply: _Reply) -> bytes:
@@ -353,6 +408,8 @@ class BrokerClient:
         payload: bytes | None,
         parse: Callable[[_Reply], _T],
         deadline_s: float | None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> _T:
         budget = self.operation_deadline_s if deadline_s is None else deadline_s
         deadline = asyncio.get_running_loop().time() + budget
@@ -370,7 +427,9 @@ class BrokerClient:
                         attempts += 1
                         try:
                             # Only a first attempt may reuse a kept-alive connection.
-                            reply = await self._send(route, path, payload, deadline, reuse=attempts == 1)
+                            reply = await self._send(
+                                route, path, payload, deadline, reuse=attempts == 1, headers=headers
+                            )
                             return parse(reply)
                         except _TransportFailure as error:
                             last_error = str(error)
@@ -395,7 +454,16 @@ class BrokerClient:
             route.value, attempts, "deadline", f"deadline of {budget:g} s passed", last_error
         )
 
-    async def _send(self, route: Route, path: str, payload: bytes | None, deadline: float, *, reuse: bool) -> _Reply:
+    async def _send(
+        self,
+        route: Route,
+        path: str,
+        payload: bytes | None,
+        deadline: float,
+        *,
+        reuse: bool,
+        headers: Mapping[str, str] | None = None,
+    ) -> _Reply:
         """One HTTP attempt; raises for HTTP error statuses.
 
         ``reuse`` (first attempts only) takes a connection from the keep-alive pool when
@@ -403,7 +471,8 @@ class BrokerClient:
         """
         remaining = max(deadline - asyncio.get_running_loop().time(), 0.001)
         timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout_s, remaining))
-        headers = self._headers[payload is not None]
+        if headers is None:
+            headers = self._headers[payload is not None]
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = self._base.with_path(self._base.path.rstrip("/") + path)
@@ -461,6 +530,7 @@ async def _request(
             content_type=response.content_type,
             sha256_header=response.headers.get(CONTENT_SHA256_HEADER),
             body=await response.read(),
+            actions_length=response.headers.get(ACTIONS_LENGTH_HEADER),
         )
 
 

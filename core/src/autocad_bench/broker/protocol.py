@@ -26,6 +26,16 @@ AUTHORIZATION_HEADER = "Authorization"
 CONTENT_SHA256_HEADER = "X-Content-SHA256"
 """Header carrying the SHA-256 hex of a binary body (frames, artifacts)."""
 
+ACTIONS_FRAME_MEDIA_TYPE = "application/vnd.autocad-bench.actions-frame"
+"""``POST /actions`` answer carrying the post-batch frame with it (asked for with ``Accept``).
+
+The body is the ``ActionsResponse`` JSON followed directly by the frame's PNG bytes; the
+JSON's length in bytes is in :data:`ACTIONS_LENGTH_HEADER` and the PNG's SHA-256 is
+``frame.sha256``. It saves the separate ``GET /frames/{sequence}`` of every turn."""
+
+ACTIONS_LENGTH_HEADER = "X-Actions-Response-Length"
+"""Length in bytes of the JSON part of an :data:`ACTIONS_FRAME_MEDIA_TYPE` body."""
+
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Request bodies above this size are refused with 413 (servers may choose a larger cap)."""
 
@@ -338,3 +348,20 @@ def request_fingerprint(body: BaseModel | JsonValue) -> str:
     value = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def actions_frame_body(response: ActionsResponse, png: bytes) -> tuple[bytes, dict[str, str]]:
+    """Body and headers of an :data:`ACTIONS_FRAME_MEDIA_TYPE` answer (server side).
+
+    ``png`` must be the frame ``response.frame`` describes; clients check it against
+    ``frame.sha256``.
+    """
+    head = response.model_dump_json().encode()
+    return head + png, {"Content-Type": ACTIONS_FRAME_MEDIA_TYPE, ACTIONS_LENGTH_HEADER: str(len(head))}
+
+
+def wants_actions_frame(accept: str | None) -> bool:
+    """Whether an ``Accept`` header value asks for :data:`ACTIONS_FRAME_MEDIA_TYPE`."""
+    if not accept:
+        return False
+    return any(part.split(";", 1)[0].strip().lower() == ACTIONS_FRAME_MEDIA_TYPE for part in accept.split(","))

@@ -15,6 +15,7 @@ from autocad_bench.costs.calculator import (
     ResponseCost,
     cost_of,
     infrastructure_cost,
+    price_response,
     quantize_usd,
 )
 from autocad_bench.costs.concurrency import (
@@ -71,5 +72,6 @@ __all__ = [
     "merge_pricing",
     "merge_pricing_file",
     "price_for",
+    "price_response",
     "quantize_usd",
 ]

@@ -15,7 +15,7 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
 
 from pydantic import Field
 
-from autocad_bench.costs.pricing import PricingContract, price_for
+from autocad_bench.costs.pricing import PricingContract, ResolvedPrice, price_for
 from autocad_bench.models import StrictModel
 from autocad_bench.providers.models import TokenUsage
 
@@ -64,7 +64,12 @@ def cost_of(model: str, usage: TokenUsage, prices: PricingContract) -> ResponseC
     output multiplier to output. Unknown models are charged the conservative fallback
     (``priced_by_fallback=True``), never $0. Never raises for valid usage.
     """
-    resolved = price_for(model, prices)
+    return price_response(price_for(model, prices), usage)
+
+
+def price_response(resolved: ResolvedPrice, usage: TokenUsage) -> ResponseCost:
+    """:func:`cost_of` with the model's rates already looked up (once per rollout, say)."""
+    model = resolved.model
     rate = resolved.price
     threshold = rate.long_context_threshold_tokens
     long_context = threshold is not None and usage.total_input_tokens > threshold

@@ -12,13 +12,14 @@ sent. A pilot started again on the same directory re-sends the pending batch wit
 request id (the broker answers from its replay cache, or executes it if it never arrived)
 and never asks the model to redo a turn whose actions may have run.
 
-Durable writes per turn: the post-batch frame, then the pending checkpoint of the next
-batch (each an fsync of file and directory), in that order, so a durable checkpoint only
-ever references a durable frame. The state *after* a batch that does not end the loop is
-not written on its own: the next pending checkpoint carries it (and so does any other
-checkpoint the pilot writes first). A pilot killed in between resumes from the previous
-pending checkpoint and re-sends that batch, which the broker answers from its replay
-cache for the session's lifetime: the same outcome, one durable write fewer per turn.
+Durable writes per turn: one, the pending checkpoint of the next batch (an fsync of file
+and directory). The state *after* a batch that does not end the loop is not written on its
+own: the next pending checkpoint carries it (and so does any other checkpoint the pilot
+writes first). A pilot killed in between resumes from the previous pending checkpoint and
+re-sends that batch, which the broker answers from its replay cache for the session's
+lifetime: the same outcome, one durable write fewer per turn. Frames arrive with the
+broker's answer and are stored atomically without fsync: the broker keeps every frame, so
+a resumed pilot fetches again any recorded frame whose bytes a host crash lost or tore.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ from autocad_bench.costs import (
     BudgetTracker,
     InvalidTurnLimitExceeded,
     PricingContract,
-    cost_of,
     load_pricing,
+    price_for,
+    price_response,
 )
 from autocad_bench.harness.assignment import PilotAssignment
 from autocad_bench.harness.feedback import executed_feedback, rejected_feedback
@@ -76,6 +78,8 @@ log = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+RUN_STATE_INTERVAL_S = 1.0
+"""Least time between two run-state.json rewrites within one phase."""
 
 
 class _Failure(Exception):
@@ -103,7 +107,10 @@ class Pilot:
         self.host = host or PluginHost(environ=environ)
         self.broker = broker or BrokerClient.from_environ(environ)
         a = self.assignment
-        self.cp = self.trace.load_checkpoint() or ResumeCheckpoint(rollout_id=a.rollout_id, attempt_id=a.attempt_id)
+        loaded = self.trace.load_checkpoint()
+        self.cp = loaded or ResumeCheckpoint(rollout_id=a.rollout_id, attempt_id=a.attempt_id)
+        self._frames_to_check = loaded is not None and loaded.frame is not None
+        """Resumed with frames on record: check them once against the broker's digests."""
         self.prices: PricingContract = load_pricing(
             environ, pinned=a.pricing
         )
@@ -111,13 +118,15 @@ class Pilot:
         self.caller = ModelCaller(
             counters=self.cp.counters,
             budget=self.budget,
-            pricer=functools.partial(cost_of, a.model.model, prices=self.prices),
+            # Rates are looked up once: an unlisted model's fallback scans every listed price.
+            pricer=functools.partial(price_response, price_for(a.model.model, self.prices)),
             on_response=self._on_response,
         )
         self.started = utcnow()
         self._monotonic_start = time.monotonic()
         self.session: ProviderSession | None = None
-        self._phase = "starting"
+        self._phase = ""
+        self._state_written = 0.0
         self._pending_costs: list[Any] = []
         self._unsaved = False
         """``self.cp`` holds a post-batch state not yet written (see the module docstring)."""
@@ -128,8 +137,11 @@ class Pilot:
         """Run (or continue) the rollout; return the pilot's exit code."""
         # Per-turn requests reuse one keep-alive connection (retries never do); the pool is
         # closed when the run ends, however it ends.
-        async with self.broker.keep_alive():
-            return await self._run()
+        try:
+            async with self.broker.keep_alive():
+                return await self._run()
+        finally:
+            self.trace.close()
 
     async def _run(self) -> int:
         if self.paths.result.exists():
@@ -171,7 +183,9 @@ class Pilot:
                 raise _Failure(FailureClass.TRANSPORT_EXHAUSTED,
                                f"the desktop lost session {self.cp.session_id} (now {lease.session_id}); "
                                "the rollout cannot continue exactly")
-            if self.cp.frame is None:
+            if self.cp.frame is not None:
+                await self._restore_frames()
+            else:
                 reset = await self.broker.reset(lease.session_id)
                 png = await self.broker.frame(reset.frame.sequence, expected_sha256=reset.frame.sha256)
                 frame = self.trace.save_frame(reset.frame.sequence, png, reset.frame.sha256,
@@ -185,6 +199,22 @@ class Pilot:
             if self.cp.turn_index == 0 and self.cp.pending is None and self.budget.turns == 0:
                 raise _Failure(FailureClass.ADMISSION_FAILED, f"desktop handoff failed: {error}") from error
             raise
+
+    async def _restore_frames(self) -> None:
+        """On resume, fetch again every recorded frame that a host crash lost or tore.
+
+        Frames are stored without fsync (see :meth:`TraceWriter.save_frame`); the broker
+        keeps all frames of the session, so each one whose bytes no longer match is
+        re-fetched under its recorded SHA-256, and the model sees exactly what it saw.
+        """
+        self._frames_to_check = False
+        last = self.cp.frame_sequence
+        recorded = await self.broker.frame_events()
+        for event in recorded.frame_events:
+            if event.sequence <= last and not self.trace.frame_intact(event.sequence, event.sha256):
+                log.warning("frame %d is missing or torn; fetching it again from the broker", event.sequence)
+                png = await self.broker.frame(event.sequence, expected_sha256=event.sha256)
+                self.trace.save_frame(event.sequence, png, event.sha256, event.width, event.height)
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -273,13 +303,12 @@ class Pilot:
         if actions is None:
             actions = [ACTION_ADAPTER.validate_python(item) for item in pending.actions]
         try:
-            response = await self.broker.actions(self.cp.session_id, pending.request_id,
-                                                 pending.expected_index, actions)
+            # One round trip: the broker sends the post-batch frame with the receipts.
+            response, png = await self.broker.actions_with_frame(
+                self.cp.session_id, pending.request_id, pending.expected_index, actions)
         except BrokerConflict as error:
             raise _Failure(FailureClass.ACTION_REJECTED,
                            f"broker conflict for batch {pending.request_id[:12]}: {error}") from error
-        png = await self.broker.frame(response.frame.sequence, expected_sha256=response.frame.sha256)
-        # Durable before any checkpoint can reference it.
         frame = self.trace.save_frame(response.frame.sequence, png, response.frame.sha256,
                                       response.frame.width, response.frame.height)
         self.trace.receipts(pending.request_id, [
@@ -328,6 +357,12 @@ class Pilot:
                 except BrokerError as error:
                     if failure is None:
                         failure = _Failure(FailureClass.ARTIFACT_UNAVAILABLE, f"drawing checkpoint failed: {error}")
+            if self._frames_to_check and not self.cp.released:
+                # Resumed after the loop had ended: the trace's frames still get checked.
+                try:
+                    await self._restore_frames()
+                except BrokerError as error:
+                    cleanup.append(f"frames: {error}")
             for name, fetch in (("events", self.broker.events), ("frame_events", self.broker.frame_events)):
                 try:
                     value = await fetch()
@@ -453,7 +488,16 @@ class Pilot:
         self._unsaved = False
 
     def _state(self, phase: str) -> None:
+        """Rewrite run-state.json: at once on a phase change, else at most every second.
+
+        It is a progress display for the controller, dashboard and operators; nothing
+        resumes from it, so a turn need not pay for rewriting it.
+        """
+        now = time.monotonic()
+        if phase == self._phase and now - self._state_written < RUN_STATE_INTERVAL_S:
+            return
         self._phase = phase
+        self._state_written = now
         snapshot = self.budget.snapshot()
         self.trace.run_state(RunState(
             rollout_id=self.assignment.rollout_id, attempt_id=self.assignment.attempt_id,

@@ -15,8 +15,7 @@ from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import ResumeCheckpoint, RolloutResult, RunState
 from autocad_bench.models import ArtifactRef
 from autocad_bench.storage import (
-    append_jsonl,
-    append_jsonl_many,
+    JsonlAppender,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_model,
@@ -38,15 +37,37 @@ class TraceWriter:
         # and scanning the files again every turn would make each turn slower than the last.
         self._receipt_requests = {r.get("request_id") for r in read_jsonl(paths.input_receipts)}
         self._summarised = {r.get("tool_use_id") for r in read_jsonl(paths.turn_summaries)}
+        self._model_turns = JsonlAppender(paths.model_turns)
+        self._summaries = JsonlAppender(paths.turn_summaries)
+        self._receipts = JsonlAppender(paths.input_receipts)
+
+    def close(self) -> None:
+        """Close the open trace logs (idempotent; a later append reopens them)."""
+        for appender in (self._model_turns, self._summaries, self._receipts):
+            appender.close()
 
     # --- images ---------------------------------------------------------------------------
 
     def save_frame(self, sequence: int, png: bytes, sha256: str, width: int, height: int) -> ArtifactRef:
-        """Store a frame (already checksum-verified by the broker client) and reference it."""
-        path = self.paths.frame(sequence)
-        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
-            atomic_write_bytes(path, png)
+        """Store a frame (already checksum-verified by the broker client) and reference it.
+
+        Atomic but not fsynced: the broker keeps every frame of a session, so a frame lost
+        or torn by a host crash is fetched again on resume (:meth:`frame_intact` finds it)
+        instead of paying two fsyncs per turn for it.
+        """
+        atomic_write_bytes(self.paths.frame(sequence), png, durable=False)
+        return self.frame_ref(sequence, sha256, width, height)
+
+    def frame_ref(self, sequence: int, sha256: str, width: int, height: int) -> ArtifactRef:
         return ArtifactRef(path=self.paths.frame_ref(sequence), sha256=sha256, width=width, height=height)
+
+    def frame_intact(self, sequence: int, sha256: str) -> bool:
+        """Whether frame ``sequence`` is on disk with exactly the SHA-256 ``sha256``."""
+        try:
+            data = self.paths.frame(sequence).read_bytes()
+        except OSError:
+            return False
+        return hashlib.sha256(data).hexdigest() == sha256
 
     def save_reference(self, source: Path) -> ArtifactRef:
         """Copy the task's fixed reference image into the rollout (once)."""
@@ -66,7 +87,7 @@ class TraceWriter:
     # --- logs -----------------------------------------------------------------------------
 
     def model_turn(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.paths.model_turns, record)
+        self._model_turns.append(record)
 
     def turn_summary(self, record: dict[str, Any]) -> None:
         """Append one summary line unless this tool use is already summarised."""
@@ -74,14 +95,14 @@ class TraceWriter:
         if key in self._summarised:
             return
         self._summarised.add(key)
-        append_jsonl(self.paths.turn_summaries, record)
+        self._summaries.append(record)
 
     def receipts(self, request_id: str, records: list[dict[str, Any]]) -> None:
         """Append the receipts of one batch unless that request id is already recorded."""
         if request_id in self._receipt_requests:
             return
         self._receipt_requests.add(request_id)
-        append_jsonl_many(self.paths.input_receipts, [{"request_id": request_id, **record} for record in records])
+        self._receipts.append_many([{"request_id": request_id, **record} for record in records])
 
     # --- state ----------------------------------------------------------------------------
 

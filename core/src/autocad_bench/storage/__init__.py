@@ -1,9 +1,10 @@
 """Durable files: atomic JSON state and append-only JSONL traces."""
 
 from autocad_bench.storage.atomic import atomic_write_bytes, atomic_write_json, atomic_write_model, read_json
-from autocad_bench.storage.jsonl import append_jsonl, append_jsonl_many, read_jsonl
+from autocad_bench.storage.jsonl import JsonlAppender, append_jsonl, append_jsonl_many, read_jsonl
 
 __all__ = [
+    "JsonlAppender",
     "append_jsonl",
     "append_jsonl_many",
     "atomic_write_bytes",

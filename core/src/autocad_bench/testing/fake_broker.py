@@ -67,8 +67,10 @@ from autocad_bench.broker.protocol import (
     ResetResponse,
     Route,
     StatusResponse,
+    actions_frame_body,
     request_fingerprint,
     reset_request_id,
+    wants_actions_frame,
 )
 from autocad_bench.providers.models import DisplaySize
 
@@ -171,7 +173,8 @@ class FakeBroker:
     where speed matters); ``visual_stable`` decides ``post_action_visual_stable`` from the
     frame sequence; ``fail_injection_at`` lists action indices whose injection fails (the
     batch then stops with ``ok=false`` receipts); ``wait_scale`` multiplies the real time
-    spent on ``wait`` actions (0 skips them).
+    spent on ``wait`` actions (0 skips them); ``actions_frame=False`` plays a broker that
+    never sends the frame with the actions answer (clients must then fetch it).
     """
 
     def __init__(
@@ -185,6 +188,7 @@ class FakeBroker:
         visual_stable: Callable[[int], bool] | None = None,
         fail_injection_at: frozenset[int] = frozenset(),
         wait_scale: float = 0.0,
+        actions_frame: bool = True,
     ) -> None:
         self.token = token or secrets.token_urlsafe(24)
         self.display = display or DisplaySize()
@@ -194,6 +198,7 @@ class FakeBroker:
         self.visual_stable = visual_stable or (lambda sequence: True)
         self.fail_injection_at = fail_injection_at
         self.wait_scale = wait_scale
+        self.actions_frame = actions_frame
         self.boot_id = secrets.token_hex(8)
         self.startup_id = secrets.token_hex(8)
         self.manifest_sha256 = hashlib.sha256(b"fake-broker-manifest").hexdigest()
@@ -423,10 +428,11 @@ class FakeBroker:
         async with self._lock:
             session = self._session(body.session_id)
             cached = session.actions.get(body.request_id)
+            with_frame = wants_actions_frame(request.headers.get("Accept"))
             if cached is not None:
                 if cached.fingerprint != fingerprint:
                     raise _Abort(ErrorCode.REQUEST_CONFLICT, "request_id was already used with another body")
-                return _ok(cached.response.model_copy(update={"replayed": True}))
+                return self._actions_answer(session, cached.response.model_copy(update={"replayed": True}), with_frame)
             if session.state != "ready":
                 raise _Abort(ErrorCode.WRONG_STATE, f"session is {session.state}, not ready")
             if body.expected_index != session.next_index:
@@ -440,7 +446,17 @@ class FakeBroker:
                 raise _Abort(ErrorCode.BATCH_REJECTED, "batch rejected", problems=tuple(checked.messages()))
             response = await self._inject(session, body.request_id, checked.actions)
             session.actions[body.request_id] = _Cached(fingerprint, response)
+            return self._actions_answer(session, response, with_frame)
+
+    def _actions_answer(self, session: _Session, response: BaseModel, with_frame: bool) -> web.Response:
+        """The JSON answer, or JSON plus the post-batch frame when the client asked for it."""
+        stored = None
+        if with_frame and self.actions_frame and isinstance(response, ActionsResponse):
+            stored = session.frames.get(response.frame.sequence)
+        if stored is None or not isinstance(response, ActionsResponse):
             return _ok(response)
+        body, headers = actions_frame_body(response, stored[1])
+        return web.Response(body=body, headers=headers)
 
     async def _inject(self, session: _Session, request_id: str, actions: tuple[Action, ...]) -> ActionsResponse:
         first = session.next_index
