@@ -652,7 +652,7 @@ async def test_actions_with_frame_is_one_round_trip(client: BrokerClient, broker
     result, png = await client.actions_with_frame(session, rid(0), 0, BATCH)
     assert (result.first_index, result.next_index, result.replayed) == (0, 3, False)
     assert hashlib.sha256(png).hexdigest() == result.frame.sha256 and len(png) == result.frame.size
-    assert png_size(png) == (SMALL.width, SMALL.height)
+    assert png_size(bytes(png)) == (SMALL.width, SMALL.height)
     assert len(routes(broker, Route.ACTIONS)) == 1 and not routes(broker, Route.FRAME), "no separate frame request"
     again, png_again = await client.actions_with_frame(session, rid(0), 0, BATCH)
     assert again.replayed and png_again == png and len(broker.injected) == 3

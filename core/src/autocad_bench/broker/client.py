@@ -279,8 +279,11 @@ class BrokerClient:
         actions: Sequence[Action] | ValidatedBatch,
         *,
         deadline_s: float | None = None,
-    ) -> tuple[ActionsResponse, bytes]:
+    ) -> tuple[ActionsResponse, memoryview]:
         """:meth:`actions`, plus the post-batch frame's PNG bytes, checksum-verified.
+
+        The PNG is a read-only view into the answer (``bytes(view)`` copies it): a frame is
+        about half a megabyte and the caller normally only writes it to a file.
 
         Asks for the frame in the same answer (:data:`ACTIONS_FRAME_MEDIA_TYPE`), which saves
         a round trip per turn; a broker that answers plain JSON gets the usual
@@ -295,7 +298,7 @@ class BrokerClient:
         if deadline_s is None:
             deadline_s = self.operation_deadline_s + sum(getattr(action, "seconds", 0.0) for action in items)
 
-        def parse(reply: _Reply) -> tuple[ActionsResponse, bytes | None]:
+        def parse(reply: _Reply) -> tuple[ActionsResponse, memoryview | None]:
             if reply.content_type != ACTIONS_FRAME_MEDIA_TYPE:
                 return self._parse_json(Route.ACTIONS, ActionsResponse, reply), None
             try:
@@ -309,14 +312,14 @@ class BrokerClient:
             png = view[split:]
             if hashlib.sha256(png).hexdigest() != response.frame.sha256:
                 raise _CorruptBody("the frame does not match its SHA-256")
-            return response, png.tobytes()
+            return response, png
 
         response, png = await self._operation(
             Route.ACTIONS, "/actions", body.model_dump_json().encode("utf-8"), parse, deadline_s,
             headers=self._bundle_headers,
         )
         if png is None:
-            png = await self.frame(response.frame.sequence, expected_sha256=response.frame.sha256)
+            png = memoryview(await self.frame(response.frame.sequence, expected_sha256=response.frame.sha256))
         return response, png
 
     async def frame(self, sequence: int, *, expected_sha256: str | None = None) -> bytes:

@@ -24,6 +24,11 @@ from autocad_bench.admission import Admission
 from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
+from autocad_bench.controller.resources import (
+    FILES_FOR_THE_CONTROLLER,
+    FILES_PER_SHARED_ROLLOUT,
+    raise_open_file_limit,
+)
 from autocad_bench.controller.state import BatchState, BatchStateStore, RolloutEntryState
 from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
@@ -95,6 +100,10 @@ class BatchRunner:
     def execute(self, work: Mapping[str, str | None]) -> int:
         """Run the rollouts named in ``work`` (rollout id to a worker id to reconnect, or None
         for a fresh sandbox); the others keep their state. Reconciles at the end."""
+        if self.config.execution_mode == "shared":
+            # Every rollout lives in this process: make room for all of their descriptors.
+            wave = max(1, self.admission.report.admitted_wave)
+            raise_open_file_limit(wave * FILES_PER_SHARED_ROLLOUT + FILES_FOR_THE_CONTROLLER)
         self.host.notify("batch_started", event=self._batch_event())
         monitor = threading.Thread(target=self._monitor, name="rollout-monitor", daemon=True)
         monitor.start()

@@ -48,7 +48,9 @@ class TraceWriter:
 
     # --- images ---------------------------------------------------------------------------
 
-    def save_frame(self, sequence: int, png: bytes, sha256: str, width: int, height: int) -> ArtifactRef:
+    def save_frame(
+        self, sequence: int, png: bytes | memoryview, sha256: str, width: int, height: int
+    ) -> ArtifactRef:
         """Store a frame (already checksum-verified by the broker client) and reference it.
 
         Atomic but not fsynced: the broker keeps every frame of a session, so a frame lost

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write_bytes(path: Path, data: bytes | memoryview, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically; the parent directory must exist.
 
     ``durable=False`` skips the fsyncs: readers still never see a torn file, but the
