@@ -24,6 +24,7 @@ from autocad_bench.broker.protocol import Route
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.harness import trace as trace_module
 from autocad_bench.harness.assignment import PilotAssignment
+from autocad_bench.harness.checkpoints import CheckpointStore, load_checkpoint
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.pilot import Pilot
 from autocad_bench.harness.records import ResumeCheckpoint, RunState
@@ -128,8 +129,16 @@ def test_pending_is_durable_before_sending_and_frames_are_atomic_and_cheap(
         write_model(path, model, durable=durable)
         events.append(("model", path.name, durable, model))
 
+    write_checkpoint = CheckpointStore.write
+
+    def checkpoint_spy(store: CheckpointStore, checkpoint: ResumeCheckpoint, *, compact: bool) -> ResumeCheckpoint:
+        written = write_checkpoint(store, checkpoint, compact=compact)
+        events.append(("checkpoint", compact, written, load_checkpoint(store.paths)))
+        return written
+
     monkeypatch.setattr(trace_module, "atomic_write_bytes", bytes_spy)
     monkeypatch.setattr(trace_module, "atomic_write_model", model_spy)
+    monkeypatch.setattr(CheckpointStore, "write", checkpoint_spy)
 
     async def scenario() -> FakeBroker:
         async with FakeBroker(display=DISPLAY) as broker:
@@ -158,12 +167,14 @@ def test_pending_is_durable_before_sending_and_frames_are_atomic_and_cheap(
         if event[0] == "bytes" and event[1].startswith("frames/"):
             assert not event[2], "frames are not fsynced (the broker keeps them)"
             written_frames.add(event[1])
-        elif event[0] == "model" and event[1] == "resume-checkpoint.json":
-            checkpoint = event[3]
-            assert event[2], "checkpoints are written durably"
+        elif event[0] == "checkpoint":
+            _, compact, checkpoint, on_disk = event
+            assert on_disk == checkpoint, "a reader finds exactly the checkpoint just written"
             assert checkpoint.frame is None or checkpoint.frame.path in written_frames, (
                 "a checkpoint references a frame that was never written"
             )
+            if sends and checkpoint.pending is not None:
+                assert not compact, "inside the loop pending checkpoints go to the journal"
             last_checkpoint = checkpoint
             checkpoints_since_send += 1
         elif event[0] == "model" and event[1] == "run-state.json":
@@ -182,6 +193,8 @@ def test_pending_is_durable_before_sending_and_frames_are_atomic_and_cheap(
     assert run_states[-1][3].phase == "finished"
     final = ResumeCheckpoint.model_validate_json((tmp_path / "rollout" / "resume-checkpoint.json").read_bytes())
     assert final.done and final.pending is None and final.released and final.next_index == 6
+    assert final == load_checkpoint(RolloutPaths(tmp_path / "rollout")), "the file itself is final"
+    assert not (tmp_path / "rollout" / "resume-journal.jsonl").exists(), "the journal is gone once finished"
 
 
 def test_frames_lost_or_torn_by_a_host_crash_are_fetched_again_on_resume(tmp_path: Path) -> None:
@@ -235,8 +248,8 @@ def test_killed_while_the_model_thinks_resumes_by_replaying_the_last_batch(tmp_p
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            on_disk = ResumeCheckpoint.model_validate_json((rollout / "resume-checkpoint.json").read_bytes())
-            assert on_disk.pending is not None and on_disk.next_index == 0, (
+            on_disk = load_checkpoint(RolloutPaths(rollout))
+            assert on_disk is not None and on_disk.pending is not None and on_disk.next_index == 0, (
                 "the post-batch state rides on the next checkpoint"
             )
             assert await _pilot(rollout, broker).run() == 0

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from autocad_bench.broker.protocol import Route
+from autocad_bench.harness.checkpoints import load_checkpoint
+from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.testing.fake_broker import Fault, FaultKind
 from tests.harness.brokers import fake_brokers
 from tests.harness.test_batch_execute import SECRETS, batch_config
@@ -43,8 +45,8 @@ def test_sigkill_mid_turn_then_resume_has_no_duplicate_action(tmp_path: Path) ->
         os.killpg(controller.pid, signal.SIGKILL)
         os.killpg(wrapper_pid, signal.SIGKILL)
         controller.wait(timeout=10)
-        checkpoint = json.loads((out / "rollouts" / "scripted-0" / "resume-checkpoint.json").read_text())
-        assert checkpoint["pending"] is not None, "the kill should land while a batch is in flight"
+        checkpoint = load_checkpoint(RolloutPaths(out / "rollouts" / "scripted-0"))
+        assert checkpoint is not None and checkpoint.pending is not None, "the kill should land mid-batch"
         assert not (out / "rollouts" / "scripted-0" / "result.json").exists()
 
         plan = subprocess.run(["autocad-bench-resume", str(out)], env=env, capture_output=True, text=True,

@@ -25,6 +25,12 @@ class RolloutPaths:
         return self.root / "resume-checkpoint.json"
 
     @property
+    def checkpoint_journal(self) -> Path:
+        """Checkpoints written since ``resume-checkpoint.json`` was last rewritten (see
+        :mod:`autocad_bench.harness.checkpoints`); gone once the rollout has finished."""
+        return self.root / "resume-journal.jsonl"
+
+    @property
     def reference(self) -> Path:
         return self.root / "reference.png"
 

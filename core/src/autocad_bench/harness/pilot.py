@@ -7,13 +7,14 @@ post-batch frame, clear *pending*. The loop ends on ``done``, a budget stop, or 
 then the drawing is checkpointed through the broker, evidence is fetched, the session is
 released and ``result.json`` is written once.
 
-Exactly-once across crashes: a batch is recorded in ``resume-checkpoint.json`` before it is
-sent. A pilot started again on the same directory re-sends the pending batch with the same
-request id (the broker answers from its replay cache, or executes it if it never arrived)
-and never asks the model to redo a turn whose actions may have run.
+Exactly-once across crashes: a batch is recorded in the resume checkpoint before it is
+sent (:mod:`autocad_bench.harness.checkpoints`: the file plus its journal). A pilot
+started again on the same directory re-sends the pending batch with the same request id
+(the broker answers from its replay cache, or executes it if it never arrived) and never
+asks the model to redo a turn whose actions may have run.
 
-Durable writes per turn: one, the pending checkpoint of the next batch (an fsync of file
-and directory). The state *after* a batch that does not end the loop is not written on its
+Durable writes per turn: one, the pending checkpoint of the next batch (a journal line and
+an ``fdatasync``). The state *after* a batch that does not end the loop is not written on its
 own: the next pending checkpoint carries it (and so does any other checkpoint the pilot
 writes first). A pilot killed in between resumes from the previous pending checkpoint and
 re-sends that batch, which the broker answers from its replay cache for the session's
@@ -167,9 +168,10 @@ class Pilot:
                 await self.session.aclose()
         if failure is not None:
             self.cp = self.cp.model_copy(update={"failure": failure.failure, "failure_detail": failure.detail})
-            self._write_checkpoint()
-        elif self._unsaved:
-            self._write_checkpoint()
+            self._write_checkpoint(compact=True)
+        elif self._unsaved or self.trace.checkpoint_journalled:
+            # Leaving the loop: resume-checkpoint.json itself gets the newest state.
+            self._write_checkpoint(compact=True)
         return await self._finish(failure)
 
     # --- handoff ------------------------------------------------------------------------
@@ -483,8 +485,11 @@ class Pilot:
         if run_state:
             self._state(self._phase)
 
-    def _write_checkpoint(self) -> None:
-        self.trace.checkpoint(self.cp)
+    def _write_checkpoint(self, *, compact: bool | None = None) -> None:
+        """Make ``self.cp`` durable: journalled inside the model loop, else a full rewrite."""
+        if compact is None:
+            compact = self._phase != "running"
+        self.cp = self.trace.checkpoint(self.cp, compact=compact)
         self._unsaved = False
 
     def _state(self, phase: str) -> None:

@@ -48,6 +48,8 @@ class ResumeCheckpoint(StrictModel):
     """The exact model-visible state after the last completed step of the loop."""
 
     version: Literal[1] = 1
+    revision: int = Field(default=0, ge=0)
+    """Counts every write of the checkpoint; the newest of the file and its journal wins."""
     rollout_id: str
     attempt_id: str
     session_id: str | None = None

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from autocad_bench.harness.checkpoints import CheckpointStore
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import ResumeCheckpoint, RolloutResult, RunState
 from autocad_bench.models import ArtifactRef
@@ -40,11 +41,13 @@ class TraceWriter:
         self._model_turns = JsonlAppender(paths.model_turns)
         self._summaries = JsonlAppender(paths.turn_summaries)
         self._receipts = JsonlAppender(paths.input_receipts)
+        self._checkpoints = CheckpointStore(paths)
 
     def close(self) -> None:
-        """Close the open trace logs (idempotent; a later append reopens them)."""
+        """Close the open trace logs and the checkpoint journal (idempotent; a later write reopens them)."""
         for appender in (self._model_turns, self._summaries, self._receipts):
             appender.close()
+        self._checkpoints.close()
 
     # --- images ---------------------------------------------------------------------------
 
@@ -109,15 +112,22 @@ class TraceWriter:
     # --- state ----------------------------------------------------------------------------
 
     def load_checkpoint(self) -> ResumeCheckpoint | None:
-        if not self.paths.checkpoint.exists():
-            return None
-        return ResumeCheckpoint.model_validate_json(self.paths.checkpoint.read_bytes())
+        """The newest durable checkpoint (file or journal), or ``None`` for a fresh rollout."""
+        return self._checkpoints.load()
 
-    def checkpoint(self, checkpoint: ResumeCheckpoint) -> None:
-        atomic_write_model(self.paths.checkpoint, checkpoint)
+    @property
+    def checkpoint_journalled(self) -> bool:
+        """Whether ``resume-checkpoint.json`` may be behind its journal (compact before leaving)."""
+        return self._checkpoints.journalled
+
+    def checkpoint(self, checkpoint: ResumeCheckpoint, *, compact: bool = True) -> ResumeCheckpoint:
+        """Make ``checkpoint`` durable; ``compact=False`` appends it to the journal instead
+        of rewriting ``resume-checkpoint.json`` (see :mod:`~autocad_bench.harness.checkpoints`).
+        Returns it with its new revision."""
+        return self._checkpoints.write(checkpoint, compact=compact)
 
     def run_state(self, state: RunState) -> None:
-        # Progress only: resume trusts resume-checkpoint.json, so no fsync on this hot path.
+        # Progress only: resume trusts the checkpoint, so no fsync on this hot path.
         atomic_write_model(self.paths.run_state, state, durable=False)
 
     def result(self, result: RolloutResult) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from autocad_bench.broker.client import BrokerClient
 from autocad_bench.broker.errors import BrokerError
+from autocad_bench.harness.checkpoints import load_checkpoint
 from autocad_bench.harness.layout import RolloutPaths
-from autocad_bench.harness.records import FailureClass, ResumeCheckpoint, RolloutResult
+from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.infrastructure.bounds import EvidenceBounds
 from autocad_bench.storage import atomic_write_bytes, atomic_write_json
 
@@ -87,10 +88,10 @@ def model_started(paths: RolloutPaths) -> bool:
     if result is not None and (result.model_responses > 0 or result.turns > 0 or result.actions > 0):
         return True
     try:
-        checkpoint = ResumeCheckpoint.model_validate_json(paths.checkpoint.read_bytes())
+        checkpoint = load_checkpoint(paths)
     except FileNotFoundError:
         checkpoint = None
-    except ValueError:
+    except (OSError, ValueError):
         return True  # unreadable: assume the worst
     if checkpoint is not None and (checkpoint.turn_index > 0 or checkpoint.pending is not None
                                    or checkpoint.budget.turns > 0 or checkpoint.counters.responses > 0):

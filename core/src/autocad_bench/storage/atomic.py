@@ -42,7 +42,7 @@ def atomic_write_bytes(path: Path, data: bytes | memoryview, *, durable: bool = 
             os.unlink(tmp)
         raise
     if durable:
-        _fsync_dir(path.parent)
+        fsync_directory(path.parent)
 
 
 def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
@@ -87,8 +87,12 @@ def _create_temporary(path: Path) -> tuple[int, str]:
             continue
 
 
-def _fsync_dir(directory: Path) -> None:
-    # Without this the rename itself may be lost on power failure.
+def fsync_directory(directory: Path) -> None:
+    """Make the directory's entries (new names, renames) durable; best effort, never raises.
+
+    Without this a rename or a newly created file may be lost on power failure even when
+    the file's own data was fsynced. Platforms without directory descriptors skip it.
+    """
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
