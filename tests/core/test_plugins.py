@@ -268,3 +268,63 @@ def test_provider_base_requires_open_session() -> None:
 
     with pytest.raises(PluginError, match="cannot be instantiated"):
         host_with(("providers", NoSession)).provider("nosession")
+
+
+def _state_event(state: str) -> RolloutStateEvent:
+    import datetime as dt
+
+    return RolloutStateEvent(batch_id="b", rollout_id="r", previous=None, state=state, at=dt.datetime.now(dt.UTC))
+
+
+def test_an_observer_can_join_a_running_host_for_a_while() -> None:
+    seen: list[str] = []
+
+    class Display(Observer):
+        name = "display"
+
+        def rollout_state_changed(self, event: RolloutStateEvent) -> None:
+            seen.append(event.state)
+
+    host = host_with()
+    display = Display()
+    host.notify("rollout_state_changed", event=_state_event("queued"))
+    with host.observing(display, "display"):
+        host.notify("rollout_state_changed", event=_state_event("running"))
+    host.notify("rollout_state_changed", event=_state_event("done"))
+    assert seen == ["running"]
+    with pytest.raises(RuntimeError), host.observing(display, "display"):
+        raise RuntimeError("the batch failed")
+    host.notify("rollout_state_changed", event=_state_event("failed"))
+    assert seen == ["running"], "removed however the block exits"
+
+
+def test_a_temporary_observer_is_validated_like_any_plugin() -> None:
+    class Misspelled:
+        name = "typo"
+
+        @hookimpl
+        def rollout_state_chnged(self, event: RolloutStateEvent) -> None: ...
+
+    class NotAnObserver:
+        name = "sneaky"
+
+        @hookimpl
+        def validate_spec(self, spec: Any, location: str) -> list[str]:
+            return []
+
+    host = host_with()
+    for plugin, message in ((Misspelled(), "invalid"), (NotAnObserver(), "non-observer hooks: validate_spec")):
+        with pytest.raises(PluginError, match=message), host.observing(plugin, plugin.name):
+            pass
+    seen: list[str] = []
+
+    class Fine(Observer):
+        name = "typo"
+
+        def rollout_state_changed(self, event: RolloutStateEvent) -> None:
+            seen.append(event.state)
+
+    # Nothing of the refused ones stayed registered: their names are free again.
+    with host.observing(Fine(), "typo"), host.observing(Observer(), "sneaky"):
+        host.notify("rollout_state_changed", event=_state_event("running"))
+    assert seen == ["running"]

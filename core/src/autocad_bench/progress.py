@@ -14,6 +14,7 @@ summary.json/summary.csv stay the controller's (:mod:`autocad_bench.controller.s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -89,7 +90,7 @@ class BatchProgress(Observer):
         self.heartbeat_s = heartbeat_s
         self.max_lines = max_lines
         self._host = host
-        self._manager: Any = None
+        self._observing = contextlib.ExitStack()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -203,17 +204,12 @@ class BatchProgress(Observer):
     # --- lifecycle --------------------------------------------------------------------------
 
     def _attach(self) -> None:
-        # PluginHost builds its observer list at construction; the progress display joins
-        # the same pluggy manager for the duration of the batch and leaves it afterwards.
-        manager = getattr(self._host, "_pm", None)
-        if manager is not None:
-            manager.register(self, name=f"observers:{self.name}")
-            self._manager = manager
+        # The display observes the batch's events only while it is shown.
+        if self._host is not None:
+            self._observing.enter_context(self._host.observing(self, self.name))
 
     def _detach(self) -> None:
-        if self._manager is not None:
-            self._manager.unregister(self)
-            self._manager = None
+        self._observing.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):

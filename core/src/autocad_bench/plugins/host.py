@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -153,6 +154,35 @@ class PluginHost:
                 self._pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
             except Exception:
                 log.exception("observer %s failed in %s", impl.plugin_name, hook)
+
+    @contextlib.contextmanager
+    def observing(self, observer: object, name: str) -> Iterator[None]:
+        """Deliver observer events to ``observer`` too while the block runs.
+
+        For observers that live shorter than the host, such as a batch's progress display.
+        ``observer`` is validated like any plugin and may implement observer hooks only;
+        otherwise :class:`PluginError` is raised and nothing is registered. It is removed
+        when the block exits, however it exits.
+        """
+        with self._lock:
+            try:
+                self._pm.register(observer, name=f"observers:{name}")
+                self._pm.check_pending()
+                other = sorted(c.name for c in self._pm.get_hookcallers(observer) or ()
+                               if c.name not in hookspecs.OBSERVER_HOOKS)
+                if other:
+                    raise PluginError(f"observer {name!r} implements non-observer hooks: {', '.join(other)}")
+            except (pluggy.PluginValidationError, ValueError, PluginError) as error:
+                if self._pm.is_registered(observer):
+                    self._pm.unregister(observer)
+                if isinstance(error, PluginError):
+                    raise
+                raise PluginError(f"observer {name!r} is invalid: {error}") from error
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pm.unregister(observer)
 
     # --- internals ---------------------------------------------------------------------
 
