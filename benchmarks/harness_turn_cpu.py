@@ -18,6 +18,11 @@ Two denominators, both measured in this run:
   like the pilot, so cache and scheduler effects hit both alike.
 
 The floor runs in two blocks, before and after the pilot, and its median over both is used.
+
+Two more pilot runs split the controller's cost: against an in-process broker stub (no
+HTTP, no SHA-256 check; frames and checkpoints still written to disk), and against the stub
+with the frame and checkpoint writes skipped, which leaves the harness's own logic: model
+call, retry accounting and pricing, validation, trace lines and state bookkeeping.
 CPU time includes the kernel's share of fsyncs and loopback TCP, so absolute numbers move
 with the machine's load; the ratios are the result.
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
@@ -36,17 +42,34 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+from _broker_server import realistic_png
 from _common import REFERENCE, broker_process, table
 
 from autocad_bench.actions import action_request_id
 from autocad_bench.broker.client import BrokerClient
-from autocad_bench.broker.protocol import ACTIONS_FRAME_MEDIA_TYPE, ACTIONS_LENGTH_HEADER
+from autocad_bench.broker.protocol import (
+    ACTIONS_FRAME_MEDIA_TYPE,
+    ACTIONS_LENGTH_HEADER,
+    ActionReceipt,
+    ActionsResponse,
+    ArtifactInfo,
+    CheckpointResponse,
+    EventsResponse,
+    FrameEventsResponse,
+    FrameInfo,
+    LeaseResponse,
+    ReleaseResponse,
+    ResetResponse,
+)
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.harness.assignment import PilotAssignment
 from autocad_bench.harness.pilot import Pilot
+from autocad_bench.harness.trace import TraceWriter
 from autocad_bench.plugins import PluginHost, PluginRegistry
 from autocad_bench.providers.models import ModelSpec
 from autocad_bench.storage import atomic_write_json
@@ -55,8 +78,74 @@ BATCH = [{"type": "click", "x": 900, "y": 500, "button": "left", "count": 1},
          {"type": "type", "text": "line"}, {"type": "key", "keys": ["enter"]}]
 
 
-def pilot_turns(url: str, token: str, tmp: Path, turns: int) -> tuple[list[float], float]:
+class StubBroker(BrokerClient):
+    """Answers the pilot from memory with one fixed frame: a broker without HTTP."""
+
+    def __init__(self, png: bytes) -> None:
+        super().__init__("http://127.0.0.1:9", "stub-token-0123456789abcdef")
+        self.png = png
+        self.info = FrameInfo(sequence=0, sha256=hashlib.sha256(png).hexdigest(), width=1920, height=1080,
+                              size=len(png))
+        self.sequence = 0
+
+    async def lease(self, task_id: str, attempt_id: str, **_: object) -> LeaseResponse:
+        return LeaseResponse(session_id="stub", task_id=task_id, attempt_id=attempt_id, replayed=False)
+
+    async def reset(self, session_id: str, **_: object) -> ResetResponse:
+        return ResetResponse(session_id=session_id, request_id=f"reset-{session_id}", frame=self.info, next_index=0,
+                             replayed=False)
+
+    async def frame(self, sequence: int, *, expected_sha256: str | None = None) -> bytes:
+        return self.png
+
+    async def actions_with_frame(self, session_id, request_id, expected_index, actions,  # type: ignore[no-untyped-def]
+                                 *, deadline_s=None):
+        self.sequence += 1
+        now = datetime.now(UTC)
+        receipts = tuple(ActionReceipt(index=expected_index + i, type=a.type, injected_at=now, ok=True)
+                         for i, a in enumerate(actions))
+        response = ActionsResponse(
+            session_id=session_id, request_id=request_id, first_index=expected_index,
+            next_index=expected_index + len(actions), receipts=receipts,
+            frame=self.info.model_copy(update={"sequence": self.sequence}), post_action_visual_stable=True,
+            replayed=False)
+        return response, memoryview(self.png)
+
+    async def checkpoint(self, session_id: str, request_id: str, **_: object) -> CheckpointResponse:
+        artifact = ArtifactInfo(name="drawing.dxf", size=1, sha256=hashlib.sha256(b"x").hexdigest())
+        return CheckpointResponse(session_id=session_id, request_id=request_id, artifact=artifact, next_index=0,
+                                  replayed=False)
+
+    async def artifact(self, name: str, *, expected_sha256: str | None = None) -> bytes:
+        return b"x"
+
+    async def events(self) -> EventsResponse:
+        return EventsResponse(events=())
+
+    async def frame_events(self) -> FrameEventsResponse:
+        return FrameEventsResponse(frame_events=())
+
+    async def release(self, session_id: str, **_: object) -> ReleaseResponse:
+        return ReleaseResponse(session_id=session_id, replayed=False)
+
+
+@contextlib.contextmanager
+def trace_writes_skipped() -> Iterator[None]:
+    """Frames and checkpoints are not written while the block runs (benchmark only)."""
+    save_frame, checkpoint = TraceWriter.save_frame, TraceWriter.checkpoint
+    TraceWriter.save_frame = lambda self, sequence, png, sha256, w, h: self.frame_ref(  # type: ignore[method-assign]
+        sequence, sha256, w, h)
+    TraceWriter.checkpoint = lambda self, cp, *, compact=True: cp  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TraceWriter.save_frame, TraceWriter.checkpoint = save_frame, checkpoint  # type: ignore[method-assign]
+
+
+def pilot_turns(url: str, token: str, tmp: Path, turns: int,
+                broker: BrokerClient | None = None) -> tuple[list[float], float]:
     """Per-turn controller CPU of a real pilot run (and the whole run's CPU)."""
+    tmp = Path(tempfile.mkdtemp(dir=tmp))
     script = tmp / "script.jsonl"
     script.write_text("".join(json.dumps({"actions": BATCH}) + "\n" for _ in range(turns + 1)))
     rollout = tmp / "rollout"
@@ -69,7 +158,7 @@ def pilot_turns(url: str, token: str, tmp: Path, turns: int) -> tuple[list[float
     atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
     stamps: list[float] = []
     pilot = Pilot(rollout, {}, host=PluginHost(registry=PluginRegistry(), environ={}),
-                  broker=BrokerClient(url, token))
+                  broker=broker or BrokerClient(url, token))
     original = pilot._handle_turn
 
     async def timed(result):  # type: ignore[no-untyped-def]
@@ -144,10 +233,10 @@ def main(turns: int) -> None:
             floor_turns = asyncio.run(floor.turns(block))
             per_turn, total = pilot_turns(info["urls"][0], info["token"], tmp, turns)
             floor_turns += asyncio.run(floor.turns(block))
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _broker_server import realistic_png
-
-    frame_png = realistic_png(1920, 1080)
+        frame_png = realistic_png(1920, 1080)
+        stub_disk, _ = pilot_turns("", "", tmp, turns, StubBroker(frame_png))
+        with trace_writes_skipped():
+            stub_logic, _ = pilot_turns("", "", tmp, turns, StubBroker(frame_png))
     reps = 200
     t0 = time.process_time()
     for _ in range(reps):
@@ -162,6 +251,11 @@ def main(turns: int) -> None:
          f"{floor_median * 1e3:.3f}", f"{floor_median / b64:.2f}", "1.00"],
     ]
     for label, values in (("first 10%", per_turn[:tenth]), ("last 10%", per_turn[-tenth:]), ("all turns", per_turn)):
+        value = statistics.median(values)
+        rows.append([f"controller CPU per turn, {label}", f"{value * 1e3:.3f}",
+                     f"{value / b64:.2f}", f"{value / floor_median:.2f}"])
+    for label, values in (("broker stub: no HTTP, no SHA-256 (disk writes kept)", stub_disk),
+                          ("broker stub, no frame/checkpoint writes: harness logic", stub_logic)):
         value = statistics.median(values)
         rows.append([f"controller CPU per turn, {label}", f"{value * 1e3:.3f}",
                      f"{value / b64:.2f}", f"{value / floor_median:.2f}"])
