@@ -15,8 +15,7 @@ def append_jsonl(path: Path, record: Any, *, fsync: bool = False) -> None:
     One ``write`` call on an ``O_APPEND`` descriptor keeps concurrent appenders from
     interleaving inside a line; ``fsync`` makes the line durable before returning.
     """
-    line = (json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
-    _append(path, line, fsync=fsync)
+    _append(path, _lines([record]), fsync=fsync)
 
 
 def _append(path: Path, data: bytes, *, fsync: bool) -> None:
@@ -37,8 +36,7 @@ def append_jsonl_many(path: Path, records: Sequence[Any], *, fsync: bool = False
     """
     if not records:
         return
-    data = "".join(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n" for record in records)
-    _append(path, data.encode(), fsync=fsync)
+    _append(path, _lines(records), fsync=fsync)
 
 
 class JsonlAppender:
@@ -57,14 +55,12 @@ class JsonlAppender:
 
     def append(self, record: Any) -> None:
         """Append one record as one line."""
-        self._write((json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode())
+        self._write(_lines([record]))
 
     def append_many(self, records: Sequence[Any]) -> None:
         """Append several records in one ``write`` (nothing if empty)."""
         if records:
-            self._write("".join(
-                json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n" for record in records
-            ).encode())
+            self._write(_lines(records))
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
@@ -78,6 +74,12 @@ class JsonlAppender:
         while view:
             # A short write (full disk, signal) continues where it stopped, like a buffered file.
             view = view[os.write(self._fd, view):]
+
+
+def _lines(records: Sequence[Any]) -> bytes:
+    """One JSON line per record (sorted keys, UTF-8), as the bytes of a single write."""
+    return "".join(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+                   for record in records).encode()
 
 
 def read_jsonl(path: Path) -> Iterator[Any]:
