@@ -99,27 +99,28 @@ def _valid_bytes(tmp_path: Path) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("name", "make", "reason"),
+    ("name", "make", "failure_class"),
     [
-        ("empty.dxf", lambda valid: b"", "empty"),
+        ("empty.dxf", lambda valid: b"", "empty-file"),
         ("truncated.dxf", lambda valid: valid[: len(valid) // 2], "truncated"),
         ("truncated-tail.dxf", lambda valid: valid[:-40], "truncated"),
-        ("signature.dxf", lambda valid: b"\x89PNG\r\n\x1a\n" + valid, "not a drawing"),
-        ("garbage.dxf", lambda valid: bytes(range(256)) * 64, "not a drawing"),
-        ("text.dxf", lambda valid: b"hello world\nthis is not a drawing\n", "not a drawing"),
-        ("fake.dwg", lambda valid: valid, "no DWG signature"),
-        ("mangled.dxf", lambda valid: valid[:2000] + b"  0\nNONSENSE\n 999\nxx\n" + valid[-200:], "DXF"),
+        ("signature.dxf", lambda valid: b"\x89PNG\r\n\x1a\n" + valid, "not-a-drawing"),
+        ("garbage.dxf", lambda valid: bytes(range(256)) * 64, "not-a-drawing"),
+        ("text.dxf", lambda valid: b"hello world\nthis is not a drawing\n", "not-a-drawing"),
+        ("fake.dwg", lambda valid: valid, "not-a-drawing"),
+        ("mangled.dxf", lambda valid: valid[:2000] + b"  0\nNONSENSE\n 999\nxx\n" + valid[-200:], "malformed"),
     ],
 )
 def test_invalid_drawings_give_a_deterministic_invalid_result(
-    tmp_path: Path, name: str, make: object, reason: str
+    tmp_path: Path, name: str, make: object, failure_class: str
 ) -> None:
     path = tmp_path / name
     path.write_bytes(make(_valid_bytes(tmp_path)))  # type: ignore[operator]
     first = read_drawing(path)
     second = read_drawing(path)
     assert isinstance(first, InvalidDrawing), first
-    assert reason in first.reason
+    assert first.failure_class == failure_class, first
+    assert first.reason and first.reason[0].islower() and "Error" not in first.reason
     assert first == second and first.to_json_bytes() == second.to_json_bytes()
 
 
@@ -143,7 +144,8 @@ def test_a_200_mb_file_is_rejected_before_parsing(tmp_path: Path) -> None:
 
 def test_entity_limit_is_deterministic(tmp_path: Path) -> None:
     result = read_drawing(write_dxf(tmp_path / "a.dxf"), limits=ReadLimits(max_entities=3))
-    assert isinstance(result, InvalidDrawing) and "more than 3 entities" in result.reason
+    assert isinstance(result, InvalidDrawing) and result.failure_class == "entity-limit"
+    assert "more than 3" in result.reason
 
 
 def test_dwg_without_any_reader_cannot_be_read_here(tmp_path: Path) -> None:

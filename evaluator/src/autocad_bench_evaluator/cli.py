@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if report is not None:
         line += f" score {report.score:.6f} {'passed' if report.passed else 'not passed'}"
         if not report.valid:
-            line += f" ({report.reason})"
+            line += f" ({report.invalid_class}: {report.reason})"
     if outcome.judge is not None:
         line += f"; judge {outcome.judge.score:.3f} {'passed' if outcome.judge.passed else 'not passed'}"
     print(line)

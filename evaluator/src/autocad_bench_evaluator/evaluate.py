@@ -11,7 +11,8 @@
     vision-judge/      request.json, responses.json, score.json (when a judge is configured)
 
 States: ``pending -> reading -> scoring -> rendering -> judging -> done``, or the terminal
-``invalid`` (the drawing is missing or invalid: zero score, no render, exit code 0) or
+``invalid`` (the drawing is missing or invalid: zero score, no render, exit code 0; the
+``invalid_class`` says why in one stable word) or
 ``failed`` (gold cache, DWG reader, judge or an internal error: the deterministic files written
 so far stay, exit code 1). Outputs of a previous run in ``out_dir`` are removed first.
 """
@@ -33,6 +34,7 @@ from autocad_bench.models import StrictModel
 from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_evaluator.diff import diff_image
 from autocad_bench_evaluator.gold_cache import GoldCacheError, load_entry
+from autocad_bench_evaluator.invalid import InvalidClass
 from autocad_bench_evaluator.judge import JUDGE_DIR, JudgeError, JudgeRunner, JudgeScore
 from autocad_bench_evaluator.metadata import (
     CannotReadDrawing,
@@ -93,6 +95,7 @@ class EvaluationStatus(StrictModel):
     updated_at: str
     history: tuple[StateChange, ...] = ()
     error: str | None = None
+    invalid_class: InvalidClass | None = Field(default=None, description="why the drawing is invalid (state invalid)")
     score: float | None = None
     passed: bool | None = None
     judge_score: float | None = Field(default=None, description="the vision judge's score, reported separately")
@@ -211,10 +214,23 @@ def evaluate(
         except CannotReadDrawing as error:
             return fail(str(error))
         if isinstance(result, InvalidDrawing):
-            report = invalid_report(spec, evaluator_version, result.reason, gold_sha256=gold.metadata.source.sha256)
+            report = invalid_report(
+                spec,
+                evaluator_version,
+                result.reason,
+                invalid_class=result.failure_class,
+                gold_sha256=gold.metadata.source.sha256,
+            )
             atomic_write_bytes(out_dir / METADATA, result.to_json_bytes())
             atomic_write_bytes(out_dir / SCORE, report.to_json_bytes())
-            status.enter(EvaluationState.INVALID, error=result.reason, score=0.0, passed=False, exit_code=EXIT_OK)
+            status.enter(
+                EvaluationState.INVALID,
+                error=result.reason,
+                invalid_class=result.failure_class,
+                score=0.0,
+                passed=False,
+                exit_code=EXIT_OK,
+            )
             return EvaluationOutcome(EvaluationState.INVALID, EXIT_OK, out_dir, report=report, error=result.reason)
         metadata: DrawingMetadata = result
         atomic_write_bytes(out_dir / METADATA, metadata.to_json_bytes())

@@ -23,18 +23,14 @@ Coordinates are world coordinates (WCS) projected on the XY plane, in drawing un
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import logging
 import math
 import os
 import re
 import shlex
 import shutil
-import struct
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
@@ -49,6 +45,7 @@ from autocad_bench_evaluator.geometry import (
     sample_arc,
     sample_circle,
 )
+from autocad_bench_evaluator.invalid import InvalidClass
 from autocad_bench_evaluator.spec import SchemaVersion
 
 Point3 = tuple[float, float, float]
@@ -64,13 +61,18 @@ ADAPTER_FORMAT = "autocad-bench-dwg-metadata"
 
 
 class ReadLimits(StrictModel):
-    """Bounds on reading one drawing: size before parsing, entity count and wall time during it.
+    """Bounds on reading one drawing, enforced as the file is read, not after.
 
-    ``max_bytes`` is checked with ``stat`` before the file is opened for parsing; the entity
-    limit is deterministic; ``max_seconds`` is a safety net against pathological files.
+    ``max_bytes`` is checked with ``stat`` before the file is opened. ``max_tags`` (group-code
+    tags) and ``max_entities`` (records in the file, and entity records extracted, exploded
+    block contents included) are counted while ezdxf consumes the tag stream and while
+    entities are extracted, so a file is stopped as soon as it crosses one; both are
+    deterministic. ``max_seconds`` is the wall-clock safety net checked at the same points.
+    docs/drawing-input.md gives the time and memory these defaults bound.
     """
 
     max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
+    max_tags: int = Field(default=1_500_000, ge=1)
     max_entities: int = Field(default=200_000, ge=1)
     max_seconds: float = Field(default=30.0, gt=0)
     max_curve_points: int = Field(default=512, ge=8)
@@ -85,23 +87,24 @@ class CannotReadDrawing(Exception):
     """
 
 
-class _Invalid(Exception):
-    """Internal: the drawing is invalid for the given reason."""
+class BadNumber(ValueError):
+    """A number in the drawing is not finite or out of range: the entity holding it is
+    unreadable (skipped and counted), never scored."""
 
 
 # --- models -----------------------------------------------------------------------------
 
 
 MAX_COORDINATE = 1e20
-"""Larger magnitudes (and inf/nan) make a drawing invalid: no real drawing has them, and
-bounding them keeps every derived product finite."""
+"""Larger magnitudes (and inf/nan) make the entity holding them unreadable: no real drawing
+has them, and bounding them keeps every derived product finite."""
 
 
 def _round(value: float) -> float:
     # 9 decimals keep sub-nanometre detail while making JSON output stable across platforms
     number = float(value)
     if not math.isfinite(number) or abs(number) > MAX_COORDINATE:
-        raise _Invalid(f"drawing holds a non-finite or out-of-range number ({number!r})")
+        raise BadNumber(f"non-finite or out-of-range number ({number!r})")
     rounded = round(number, 9)
     return 0.0 if rounded == 0.0 else rounded
 
@@ -360,8 +363,34 @@ class SourceInfo(StrictModel):
     units: int | None = None
 
 
+class ReadingReport(StrictModel):
+    """How a DXF was read: its encoding facts, what it declared and what was kept or skipped.
+
+    ``entities_declared`` counts the top-level entity records of the model and paper spaces
+    in the file itself; ``entities_extracted`` those that became records here and
+    ``unreadable`` (by type) those that could not be read and were skipped; ``unsupported``
+    counts the types kept as ``OTHER`` (listed, never scored). ``notes`` quotes the first
+    few reasons an entity was unreadable.
+    """
+
+    line_endings: Literal["lf", "crlf", "cr", "mixed", "binary"]
+    encoding: str
+    decoding_errors: int = Field(default=0, ge=0)
+    dos_eof: bool = False
+    recovered: bool = False
+    entities_declared: int = Field(ge=0)
+    entities_extracted: int = Field(ge=0)
+    unreadable: dict[str, int] = Field(default_factory=dict)
+    unsupported: dict[str, int] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
 class DrawingMetadata(StrictModel):
-    """Everything the scorer and renderer need to know about one readable drawing."""
+    """Everything the scorer and renderer need to know about one readable drawing.
+
+    ``reading`` is present for drawings read here (DXF, converted DWG) and absent in metadata
+    the AutoCAD adapter exported on Windows.
+    """
 
     valid: Literal[True] = True
     schema_version: SchemaVersion
@@ -372,6 +401,7 @@ class DrawingMetadata(StrictModel):
     layouts: tuple[SpaceInfo, ...] = ()
     extents: Extents2D | None = None
     physical_3d: Physical3D | None = None
+    reading: ReadingReport | None = None
 
     @model_validator(mode="after")
     def _physical_matches_schema(self) -> DrawingMetadata:
@@ -387,10 +417,16 @@ class DrawingMetadata(StrictModel):
 
 
 class InvalidDrawing(StrictModel):
-    """A drawing that cannot count as an attempt: it scores 0 with this reason."""
+    """A drawing that cannot count as an attempt: it scores 0 with this reason.
+
+    ``failure_class`` is one stable word (:data:`~autocad_bench_evaluator.invalid.InvalidClass`),
+    ``reason`` a sentence for people, ``detail`` the parser's own words where they help.
+    """
 
     valid: Literal[False] = False
+    failure_class: InvalidClass
     reason: str
+    detail: str = ""
     size: int | None = None
     sha256: str | None = None
 
@@ -473,7 +509,9 @@ class AdapterMetadataReader:
                 f"(sha256 {export.dwg_sha256[:12]}..., file is {sha256[:12]}...)"
             )
         if not export.valid:
-            return InvalidDrawing(reason=f"AutoCAD could not open the DWG: {export.reason}", sha256=sha256)
+            return InvalidDrawing(
+                failure_class="dwg-invalid", reason=f"AutoCAD could not open the DWG: {export.reason}", sha256=sha256
+            )
         metadata = export.metadata
         assert metadata is not None  # guaranteed by the validator
         try:
@@ -551,12 +589,19 @@ class ConverterDwgReader:
             produced = output if output.is_file() else _find_dxf(out_dir)
             if produced is None:
                 raise CannotReadDrawing(f"cannot read DWG here: converter {argv[0]!r} produced no DXF")
-            result = _read_dxf(produced, schema_version, limits, source_format="dwg-converted")
+            from autocad_bench_evaluator.dxf_reader import read_dxf
+
+            result = read_dxf(produced, schema_version, limits, source_format="dwg-converted")
             if isinstance(result, DrawingMetadata):
                 return result.model_copy(
                     update={"source": result.source.model_copy(update={"sha256": sha256, "size": path.stat().st_size})}
                 )
-            return InvalidDrawing(reason=f"converted DWG is not a valid DXF: {result.reason}", sha256=sha256)
+            return InvalidDrawing(
+                failure_class=result.failure_class,
+                reason=f"the DWG converted to DXF is not a valid drawing: {result.reason}",
+                detail=result.detail,
+                sha256=sha256,
+            )
 
 
 def _find_dxf(directory: Path) -> Path | None:
@@ -611,33 +656,43 @@ def read_drawing(
     """
     limits = limits or ReadLimits()
     if path is None:
-        return InvalidDrawing(reason="no drawing was saved")
+        return InvalidDrawing(failure_class="no-drawing", reason="no drawing was saved")
     path = Path(path)
     try:
         info = path.stat()
     except FileNotFoundError:
-        return InvalidDrawing(reason=f"drawing file does not exist: {path.name}")
+        return InvalidDrawing(failure_class="no-drawing", reason=f"drawing file does not exist: {path.name}")
     except OSError as error:
-        return InvalidDrawing(reason=f"drawing file cannot be accessed: {error.strerror}")
+        return InvalidDrawing(failure_class="no-drawing", reason=f"drawing file cannot be accessed: {error.strerror}")
     if not path.is_file():
-        return InvalidDrawing(reason=f"drawing path is not a regular file: {path.name}")
+        return InvalidDrawing(failure_class="no-drawing", reason=f"drawing path is not a regular file: {path.name}")
     size = info.st_size
     if size == 0:
-        return InvalidDrawing(reason="drawing file is empty", size=0)
+        return InvalidDrawing(failure_class="empty-file", reason="drawing file is empty", size=0)
     if size > limits.max_bytes:
-        return InvalidDrawing(reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit", size=size)
+        return InvalidDrawing(
+            failure_class="too-large",
+            reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit",
+            size=size,
+        )
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
     except OSError as error:
-        return InvalidDrawing(reason=f"drawing file cannot be read: {error.strerror}", size=size)
+        return InvalidDrawing(
+            failure_class="no-drawing", reason=f"drawing file cannot be read: {error.strerror}", size=size
+        )
     if DWG_SIGNATURE.match(head):
         sha = _sha256_file(path)
         reader = dwg_reader or default_dwg_reader()
         return reader.read(path, sha, schema_version, limits)
     if path.suffix.lower() == ".dwg":
-        return InvalidDrawing(reason="file has a .dwg name but no DWG signature (AC10xx)", size=size)
-    return _read_dxf(path, schema_version, limits)
+        return InvalidDrawing(
+            failure_class="not-a-drawing", reason="file has a .dwg name but no DWG signature (AC10xx)", size=size
+        )
+    from autocad_bench_evaluator.dxf_reader import read_dxf
+
+    return read_dxf(path, schema_version, limits)
 
 
 def _sha256_file(path: Path) -> str:
@@ -646,511 +701,6 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _sniff_dxf(head: bytes, tail: bytes) -> str:
-    """``"dxf"`` or ``"dxf-binary"``; raises :class:`_Invalid` for anything else."""
-    if head.startswith(BINARY_DXF_SENTINEL):
-        if not tail.rstrip(b"\x00").endswith(b"EOF"):
-            raise _Invalid("binary DXF is truncated (no EOF marker)")
-        return "dxf-binary"
-    text = head.removeprefix(b"\xef\xbb\xbf")
-    if b"\x00" in text:
-        raise _Invalid("not a drawing: binary data without a DXF or DWG signature")
-    lines = text.lstrip().splitlines()
-    if len(lines) < 2 or lines[0].strip() not in (b"0", b"999"):
-        raise _Invalid("not a drawing: no DXF group-code structure and no DWG signature")
-    if lines[0].strip() == b"0" and lines[1].strip().upper() != b"SECTION":
-        raise _Invalid("not a drawing: DXF does not start with a SECTION")
-    last = [line.strip() for line in tail.splitlines() if line.strip()]
-    if not last or last[-1].upper() != b"EOF":
-        raise _Invalid("DXF is truncated (no EOF marker at the end)")
-    return "dxf"
-
-
-def _read_dxf(
-    path: Path, schema_version: SchemaVersion, limits: ReadLimits, *, source_format: str | None = None
-) -> ReadResult:
-    from ezdxf.filemanagement import readfile
-    from ezdxf.lldxf.const import DXFError
-
-    size = path.stat().st_size
-    if size == 0:
-        return InvalidDrawing(reason="drawing file is empty", size=0)
-    if size > limits.max_bytes:
-        return InvalidDrawing(reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit", size=size)
-    data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
-    try:
-        kind = _sniff_dxf(data[:4096], data[-256:])
-    except _Invalid as error:
-        return InvalidDrawing(reason=str(error), size=size, sha256=sha)
-    deadline = _Deadline(limits)
-    errors = (
-        DXFError,
-        OSError,
-        UnicodeError,
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        ArithmeticError,
-        struct.error,
-    )
-    try:
-        with _quiet_ezdxf():
-            try:
-                doc = readfile(str(path)) if kind == "dxf-binary" else _read_ascii(data)
-            except errors as strict_error:
-                # AutoCAD and LibreCAD write files that a strict reader rejects (odd-length
-                # thumbnail data, stray ENDSEC): ezdxf's recover mode reads what they read.
-                try:
-                    doc = _recover(data)
-                except errors:
-                    raise strict_error from None
-            deadline.check()
-            return _extract(doc, schema_version, limits, deadline, source_format or kind, sha, size)
-    except _Invalid as error:
-        return InvalidDrawing(reason=str(error), size=size, sha256=sha)
-    except errors as error:
-        text = str(error).strip()
-        message = text.splitlines()[0][:200] if text else type(error).__name__
-        return InvalidDrawing(reason=f"not a readable DXF: {message}", size=size, sha256=sha)
-    except RecursionError:
-        return InvalidDrawing(reason="not a readable DXF: nesting too deep", size=size, sha256=sha)
-
-
-@contextlib.contextmanager
-def _quiet_ezdxf() -> Iterator[None]:
-    """ezdxf logs every repaired value; a candidate drawing's defects belong in the result,
-    not on the evaluator's stderr."""
-    logger = logging.getLogger("ezdxf")
-    previous = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(previous)
-
-
-def _recover(data: bytes) -> Any:
-    import io
-
-    from ezdxf.recover import read
-
-    doc, _auditor = read(io.BytesIO(data))
-    return doc
-
-
-def _read_ascii(data: bytes) -> Any:
-    import io
-
-    from ezdxf.filemanagement import read
-    from ezdxf.lldxf.validator import dxf_info
-
-    info = dxf_info(io.StringIO(data[:65536].decode("ascii", errors="ignore")))
-    encoding = info.encoding or "cp1252"
-    if info.version >= "AC1021":  # R2007+ is always UTF-8
-        encoding = "utf-8"
-    try:
-        text = data.decode(encoding, errors="strict")
-    except (UnicodeDecodeError, LookupError):
-        text = data.decode("cp1252" if encoding.lower() != "utf-8" else "utf-8", errors="replace")
-    return read(io.StringIO(text))
-
-
-class _Deadline:
-    def __init__(self, limits: ReadLimits) -> None:
-        self.limits = limits
-        self.until = time.monotonic() + limits.max_seconds
-        self.entities = 0
-
-    def check(self) -> None:
-        if time.monotonic() > self.until:
-            raise _Invalid(f"drawing took longer than {self.limits.max_seconds:g} s to read")
-
-    def count(self, n: int = 1) -> None:
-        self.entities += n
-        if self.entities > self.limits.max_entities:
-            raise _Invalid(f"drawing has more than {self.limits.max_entities} entities")
-        if self.entities % 256 == 0:
-            self.check()
-
-
-# --- extraction -------------------------------------------------------------------------
-
-_DIMTYPES = {
-    0: "linear",
-    1: "aligned",
-    2: "angular",
-    3: "diameter",
-    4: "radius",
-    5: "angular3p",
-    6: "ordinate",
-    8: "arc",
-}
-_SOLID_TYPES = frozenset({"3DSOLID", "REGION", "BODY", "SURFACE", "MESH", "POLYFACE", "POLYMESH"})
-
-
-class _Extractor:
-    def __init__(self, limits: ReadLimits, deadline: _Deadline, measure_3d: bool) -> None:
-        self.limits = limits
-        self.deadline = deadline
-        self.measure_3d = measure_3d
-
-    # one entity -> zero or one record ---------------------------------------------------
-
-    def entity(self, e: Any, *, explode: bool, depth: int = 0, layer_override: str | None = None) -> Entity | None:
-        self.deadline.count()
-        kind = e.dxftype()
-        layer = str(e.dxf.get("layer", "0"))
-        if layer_override is not None and layer == "0":
-            layer = layer_override
-        handle = e.dxf.get("handle")
-        common: dict[str, Any] = {"layer": layer, "handle": str(handle) if handle else None}
-        try:
-            record = self._convert(e, kind, common, explode=explode, depth=depth)
-        except (_Invalid, RecursionError):
-            raise
-        except Exception as error:
-            record = OtherEntity(source=kind, **common)
-            del error
-        return record
-
-    def _convert(self, e: Any, kind: str, common: dict[str, Any], *, explode: bool, depth: int) -> Entity | None:
-        dxf = e.dxf
-        if kind == "LINE":
-            return LineEntity(start=_p2(dxf.start), end=_p2(dxf.end), **common)
-        if kind == "CIRCLE":
-            center = e.ocs().to_wcs(dxf.center)
-            return CircleEntity(center=_p2(center), radius=_round(abs(dxf.radius)), **common)
-        if kind == "ARC":
-            center = e.ocs().to_wcs(dxf.center)
-            start, end = e.start_point, e.end_point
-            a1 = math.degrees(math.atan2(start.y - center.y, start.x - center.x))
-            a2 = math.degrees(math.atan2(end.y - center.y, end.x - center.x))
-            if e.dxf.extrusion.z < 0:  # mirrored OCS: the arc runs clockwise in WCS
-                a1, a2 = a2, a1
-            return ArcEntity(
-                center=_p2(center),
-                radius=_round(abs(dxf.radius)),
-                start_angle=_round(a1 % 360.0),
-                end_angle=_round(a2 % 360.0),
-                **common,
-            )
-        if kind == "LWPOLYLINE":
-            pts = list(e.get_points("xyb"))
-            ocs = e.ocs()
-            flip = dxf.extrusion.z < 0
-            verts = [_p2(ocs.to_wcs((p[0], p[1], dxf.elevation))) for p in pts]
-            bulges = [_round(-p[2] if flip else p[2]) for p in pts]
-            return PolylineEntity(
-                source="LWPOLYLINE", closed=bool(e.closed), vertices=tuple(verts), bulges=tuple(bulges), **common
-            )
-        if kind == "POLYLINE":
-            if e.is_polygon_mesh or e.is_poly_face_mesh:
-                return self._solid(e, "POLYFACE" if e.is_poly_face_mesh else "POLYMESH", common)
-            points = list(e.points_in_wcs()) if e.is_2d_polyline else [v.dxf.location for v in e.vertices]
-            flip = e.is_2d_polyline and dxf.extrusion.z < 0
-            bulges = [
-                _round((-1.0 if flip else 1.0) * float(v.dxf.get("bulge", 0.0))) if e.is_2d_polyline else 0.0
-                for v in e.vertices
-            ]
-            return PolylineEntity(
-                source="POLYLINE",
-                closed=bool(e.is_closed),
-                vertices=tuple(_p2(p) for p in points),
-                bulges=tuple(bulges),
-                **common,
-            )
-        if kind == "ELLIPSE":
-            return EllipseEntity(
-                center=_p2(dxf.center),
-                major_axis=_p2(dxf.major_axis),
-                ratio=_round(dxf.ratio),
-                start_param=_round(dxf.start_param),
-                end_param=_round(dxf.end_param),
-                **common,
-            )
-        if kind == "SPLINE":
-            return self._spline(e, common)
-        if kind == "POINT":
-            return PointEntity(location=_p2(dxf.location), **common)
-        if kind == "TEXT" or kind == "ATTRIB":
-            insert = e.ocs().to_wcs(dxf.insert)
-            if dxf.get("halign", 0) or dxf.get("valign", 0):
-                align = dxf.get("align_point")
-                if align is not None:
-                    insert = e.ocs().to_wcs(align)
-            return TextEntity(
-                source=kind,
-                content=e.plain_text(),
-                insert=_p2(insert),
-                height=_round(dxf.get("height", 0.0)),
-                rotation=_round(dxf.get("rotation", 0.0)),
-                **common,
-            )
-        if kind == "MTEXT":
-            return TextEntity(
-                source="MTEXT",
-                content=e.plain_text(split=False),
-                insert=_p2(dxf.insert),
-                height=_round(dxf.get("char_height", 0.0)),
-                rotation=_round(e.get_rotation()),
-                **common,
-            )
-        if kind == "DIMENSION":
-            return self._dimension(e, common, depth)
-        if kind == "HATCH":
-            return self._hatch(e, common)
-        if kind == "INSERT":
-            return self._insert(e, common, explode=explode, depth=depth)
-        if kind in _SOLID_TYPES:
-            return self._solid(e, kind, common)
-        return OtherEntity(source=kind, **common)
-
-    def _spline(self, e: Any, common: dict[str, Any]) -> SplineEntity:
-        control = [_p2(p) for p in e.control_points][: self.limits.max_curve_points]
-        fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
-        try:
-            approx = [_p2(p) for p in e.flattening(0.01, segments=8)]
-        except Exception:
-            approx = control or fit
-        if len(approx) > self.limits.max_curve_points:
-            step = len(approx) / (self.limits.max_curve_points - 1)
-            keep = self.limits.max_curve_points - 1
-            approx = [approx[min(len(approx) - 1, round(i * step))] for i in range(keep)] + [approx[-1]]
-        return SplineEntity(
-            degree=int(e.dxf.get("degree", 3)),
-            closed=bool(e.closed),
-            control_points=tuple(control),
-            fit_points=tuple(fit),
-            points=tuple(approx),
-            **common,
-        )
-
-    def _dimension(self, e: Any, common: dict[str, Any], depth: int) -> DimensionEntity:
-        dxf = e.dxf
-        code = int(e.dimtype)
-        dimtype = _DIMTYPES.get(code, "unknown")
-        measurement: float | None
-        try:
-            raw = e.get_measurement()
-            measurement = _round(raw) if isinstance(raw, (int, float)) else _round(math.hypot(raw.x, raw.y))
-            if dimtype in ("angular", "angular3p") and measurement is not None:
-                measurement = _round(math.degrees(measurement)) if measurement <= 2 * math.pi + 1e-9 else measurement
-        except Exception:
-            measurement = None
-        if measurement is not None and not math.isfinite(measurement):
-            measurement = None
-        defpoints = [
-            _p2(dxf.get(name))
-            for name in ("defpoint", "defpoint2", "defpoint3", "defpoint4", "defpoint5")
-            if dxf.hasattr(name)
-        ]
-        graphics: list[Primitive] = []
-        if depth < self.limits.max_block_depth:
-            try:
-                for sub in e.virtual_entities():
-                    graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
-            except (_Invalid, RecursionError):
-                raise
-            except Exception:
-                graphics = []
-        return DimensionEntity(
-            dimtype=dimtype,
-            measurement=measurement,
-            defpoints=tuple(defpoints),
-            text_override=str(dxf.get("text", "") or ""),
-            graphics=tuple(graphics),
-            **common,
-        )
-
-    def _hatch(self, e: Any, common: dict[str, Any]) -> HatchEntity:
-        from ezdxf import path as ezpath
-
-        loops: list[tuple[Point, ...]] = []
-        for boundary in ezpath.from_hatch(e):
-            pts = [_p2(p) for p in boundary.flattening(0.01, segments=8)]
-            if len(pts) > self.limits.max_curve_points:
-                step = len(pts) / self.limits.max_curve_points
-                pts = [pts[int(i * step)] for i in range(self.limits.max_curve_points)]
-            loops.append(tuple(pts))
-            self.deadline.count()
-        return HatchEntity(
-            pattern=str(e.dxf.get("pattern_name", "")),
-            solid=bool(e.dxf.get("solid_fill", 0)),
-            boundaries=tuple(loops),
-            **common,
-        )
-
-    def _insert(self, e: Any, common: dict[str, Any], *, explode: bool, depth: int) -> InsertEntity:
-        dxf = e.dxf
-        attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
-        exploded: list[Primitive] = []
-        if explode and depth < self.limits.max_block_depth:
-            for sub in e.virtual_entities():
-                exploded.extend(self._flatten(sub, depth + 1, common["layer"]))
-            for attrib in e.attribs:
-                if not attrib.is_invisible:
-                    exploded.extend(self._flatten(attrib, depth + 1, common["layer"]))
-        return InsertEntity(
-            block=str(dxf.name),
-            insert=_p2(e.ocs().to_wcs(dxf.insert)),
-            scale=(_round(dxf.get("xscale", 1.0)), _round(dxf.get("yscale", 1.0)), _round(dxf.get("zscale", 1.0))),
-            rotation=_round(dxf.get("rotation", 0.0)),
-            attributes=dict(sorted(attributes.items())),
-            exploded=tuple(exploded),
-            **common,
-        )
-
-    def _flatten(self, e: Any, depth: int, parent_layer: str) -> list[Primitive]:
-        """Primitive records of a virtual entity, nested references and dimensions expanded."""
-        if depth > self.limits.max_block_depth:
-            return []
-        record = self.entity(e, explode=True, depth=depth, layer_override=parent_layer)
-        if record is None:
-            return []
-        if isinstance(record, InsertEntity):
-            return list(record.exploded)
-        if isinstance(record, DimensionEntity):
-            return list(record.graphics)
-        return [record]
-
-    def _solid(self, e: Any, kind: str, common: dict[str, Any]) -> SolidEntity:
-        if not self.measure_3d:
-            reason = "3D extents are measured in schema v4 only"
-            return SolidEntity(source=kind, status="unknown", reason=reason, **common)
-        try:
-            vertices, volume = _measure_body(e, kind)
-        except Exception as error:
-            reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
-            return SolidEntity(source=kind, status="unknown", reason=f"cannot measure {kind}: {reason}", **common)
-        if not vertices:
-            return SolidEntity(source=kind, status="unknown", reason=f"{kind} has no measurable geometry", **common)
-        xs, ys, zs = zip(*vertices, strict=True)
-        extents = Extents3D(
-            min=(_round(min(xs)), _round(min(ys)), _round(min(zs))),
-            max=(_round(max(xs)), _round(max(ys)), _round(max(zs))),
-        )
-        return SolidEntity(
-            source=kind,
-            status="measured",
-            extents=extents,
-            volume=None if volume is None else _round(volume),
-            **common,
-        )
-
-    # whole document ---------------------------------------------------------------------
-
-    def space(self, name: str, layout: Iterable[Any]) -> SpaceInfo:
-        entities: list[Entity] = []
-        for e in layout:
-            record = self.entity(e, explode=True)
-            if record is not None:
-                entities.append(record)
-        return SpaceInfo(name=name, entities=tuple(entities))
-
-
-def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None]:
-    """Vertices and volume of a 3D body; raises when ezdxf cannot evaluate it."""
-    from ezdxf.render.mesh import MeshBuilder, MeshVertexMerger
-
-    meshes: list[Any] = []
-    if kind in ("3DSOLID", "REGION", "BODY", "SURFACE"):
-        from ezdxf.acis.dxf import load_dxf
-        from ezdxf.acis.mesh import mesh_from_body
-
-        for body in load_dxf(e):
-            meshes.extend(mesh_from_body(body))
-    elif kind == "MESH":
-        meshes.append(MeshBuilder.from_mesh(e))
-    else:
-        meshes.append(MeshVertexMerger.from_polyface(e))
-    vertices: list[Point3] = []
-    volume: float | None = 0.0
-    for mesh in meshes:
-        vertices.extend((float(v.x), float(v.y), float(v.z)) for v in mesh.vertices)
-        if kind == "REGION":
-            volume = None
-            continue
-        diagnose = mesh.diagnose()
-        if volume is not None and diagnose.is_closed_surface:
-            volume += abs(float(diagnose.volume()))
-        else:
-            volume = None
-    return vertices, volume
-
-
-def _layers(doc: Any) -> tuple[LayerInfo, ...]:
-    layers: list[LayerInfo] = []
-    for layer in doc.layers:
-        dxf = layer.dxf
-        layers.append(
-            LayerInfo(
-                name=str(dxf.name),
-                color=abs(int(dxf.get("color", 7))),
-                linetype=str(dxf.get("linetype", "Continuous")),
-                on=bool(layer.is_on()),
-                frozen=bool(layer.is_frozen()),
-                locked=bool(layer.is_locked()),
-            )
-        )
-    return tuple(sorted(layers, key=lambda item: item.name.lower()))
-
-
-def _blocks(doc: Any, extractor: _Extractor) -> tuple[BlockInfo, ...]:
-    blocks: list[BlockInfo] = []
-    for block in doc.blocks:
-        name = str(block.name)
-        if name.startswith("*") or block.is_any_layout:
-            continue
-        entities: list[Entity] = []
-        for e in block:
-            record = extractor.entity(e, explode=False)
-            if record is not None:
-                entities.append(record)
-        base = block.block.dxf.get("base_point", (0.0, 0.0, 0.0))
-        blocks.append(BlockInfo(name=name, base_point=_p2(base), entities=tuple(entities)))
-    return tuple(sorted(blocks, key=lambda item: item.name))
-
-
-def _extract(
-    doc: Any,
-    schema_version: SchemaVersion,
-    limits: ReadLimits,
-    deadline: _Deadline,
-    source_format: str,
-    sha: str,
-    size: int,
-) -> DrawingMetadata:
-    extractor = _Extractor(limits, deadline, measure_3d=schema_version == 4)
-    model = extractor.space("Model", doc.modelspace())
-    layouts: list[SpaceInfo] = []
-    for layout in doc.layouts:
-        if layout.is_modelspace:
-            continue
-        space = extractor.space(str(layout.name), layout)
-        layouts.append(space)
-    units = doc.header.get("$INSUNITS")
-    physical = physical_extents(model.entities) if schema_version == 4 else None
-    return DrawingMetadata(
-        schema_version=schema_version,
-        source=SourceInfo(
-            format=source_format,
-            sha256=sha,
-            size=size,
-            dxf_version=str(doc.dxfversion),
-            units=int(units) if units is not None else None,
-        ),
-        layers=_layers(doc),
-        blocks=_blocks(doc, extractor),
-        model=model,
-        layouts=tuple(sorted(layouts, key=lambda s: s.name)),
-        extents=extents_of(model.entities),
-        physical_3d=physical,
-    )
 
 
 # --- derived geometry -------------------------------------------------------------------

@@ -58,6 +58,7 @@ from autocad_bench_evaluator.geometry import (
     sample_arc,
     sample_bulge,
 )
+from autocad_bench_evaluator.invalid import InvalidClass
 from autocad_bench_evaluator.metadata import (
     ArcEntity,
     CircleEntity,
@@ -127,6 +128,7 @@ class ScoreReport(StrictModel):
     schema_version: int
     valid: bool
     reason: str = ""
+    invalid_class: InvalidClass | None = None
     score: float = Field(ge=0.0, le=1.0)
     passed: bool
     pass_threshold: float
@@ -144,7 +146,12 @@ class ScoreReport(StrictModel):
 
 
 def invalid_report(
-    spec: ScoringSpec, evaluator_version: str, reason: str, *, gold_sha256: str | None = None
+    spec: ScoringSpec,
+    evaluator_version: str,
+    reason: str,
+    *,
+    invalid_class: InvalidClass | None = None,
+    gold_sha256: str | None = None,
 ) -> ScoreReport:
     """The deterministic zero report of an invalid or missing drawing."""
     return ScoreReport(
@@ -153,6 +160,7 @@ def invalid_report(
         schema_version=spec.schema_version,
         valid=False,
         reason=reason,
+        invalid_class=invalid_class,
         score=0.0,
         passed=False,
         pass_threshold=spec.pass_threshold,

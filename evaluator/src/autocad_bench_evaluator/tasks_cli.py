@@ -30,8 +30,7 @@ def list_command(suite: str | None, app: str | None, tier: str | None) -> None:
         spec = registry.load(task_id).spec
         if (app and app not in spec.apps) or (tier and spec.tier != tier):
             continue
-        click.echo(json.dumps({"task_id": task_id, "tier": spec.tier, "apps": list(spec.apps),
-                               "title": spec.title}))
+        click.echo(json.dumps({"task_id": task_id, "tier": spec.tier, "apps": list(spec.apps), "title": spec.title}))
 
 
 @tasks_group.command(name="show")
@@ -44,17 +43,27 @@ def show_command(task_id: str) -> None:
         click.echo(f"error: unknown task {task_id!r} (see: autocad-bench tasks list)", err=True)
         sys.exit(2)
     task = registry.load(task_id)
-    click.echo(json.dumps({
-        "task": task.spec.model_dump(mode="json"),
-        "scoring": task.scoring.model_dump(mode="json"),
-        "directory": str(registry.TASKS_DIR / task_id),
-        "files": sorted(p.name for p in (registry.TASKS_DIR / task_id).iterdir()),
-    }, indent=2))
+    click.echo(
+        json.dumps(
+            {
+                "task": task.spec.model_dump(mode="json"),
+                "scoring": task.scoring.model_dump(mode="json"),
+                "directory": str(registry.TASKS_DIR / task_id),
+                "files": sorted(p.name for p in (registry.TASKS_DIR / task_id).iterdir()),
+            },
+            indent=2,
+        )
+    )
 
 
 @tasks_group.command(name="validate")
-@click.option("--gold-cache", type=click.Path(file_okay=False, path_type=Path), default=SHIPPED_GOLD_CACHE,
-              show_default=True, help="Gold cache to verify against the committed generators.")
+@click.option(
+    "--gold-cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=SHIPPED_GOLD_CACHE,
+    show_default=True,
+    help="Gold cache to verify against the committed generators.",
+)
 def validate_command(gold_cache: Path) -> None:
     """Check every task: files, reference images, gold manifests, and that regenerating the
     gold from committed code gives exactly the shipped entries. Exit 0 when all hold."""

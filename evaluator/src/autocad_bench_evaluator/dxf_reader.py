@@ -1,0 +1,750 @@
+"""Reading a DXF file here: from bytes on disk to :class:`DrawingMetadata` or an
+:class:`InvalidDrawing`, never an exception for anything the file holds.
+
+The steps, each with its own failure class:
+
+1. :mod:`~autocad_bench_evaluator.dxf_input` brings the bytes to normal form (line ends,
+   Ctrl-Z, code page, text escapes) or rejects them (``not-a-drawing``, ``truncated``).
+2. ezdxf loads the tag stream, strictly first and in its recover mode when the strict read
+   fails or loses entities; every tag passes a :class:`TagCensus` that stops the parse at the
+   first crossed bound (``tag-limit``, ``entity-limit``, ``time-limit``). Whatever ezdxf raises
+   on this untrusted input (``AssertionError`` included) makes the drawing ``malformed``.
+3. The consistency check: the model and paper spaces ezdxf built must hold exactly the
+   entities the file declares; otherwise the drawing is ``entities-lost``, never an empty
+   drawing scored 0 without a word.
+4. Extraction, one entity at a time: an entity that cannot be read is skipped and counted in
+   :class:`ReadingReport` (so are unreadable layers and blocks); only the limits
+   (``entity-limit``, ``time-limit``, ``nesting-limit``) stop the whole drawing.
+
+Errors of this evaluator's own code are not caught here: they end the evaluation ``failed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from autocad_bench_evaluator.dxf_input import (
+    AsciiDxf,
+    InputRejected,
+    LineEndings,
+    TagCensus,
+    ascii_dxf,
+    check_binary,
+)
+from autocad_bench_evaluator.metadata import (
+    ArcEntity,
+    BlockInfo,
+    CircleEntity,
+    DimensionEntity,
+    DrawingMetadata,
+    EllipseEntity,
+    Entity,
+    Extents3D,
+    HatchEntity,
+    InsertEntity,
+    InvalidDrawing,
+    LayerInfo,
+    LineEntity,
+    OtherEntity,
+    Point,
+    Point3,
+    PointEntity,
+    PolylineEntity,
+    Primitive,
+    ReadingReport,
+    ReadLimits,
+    ReadResult,
+    SolidEntity,
+    SourceInfo,
+    SpaceInfo,
+    SplineEntity,
+    TextEntity,
+    _p2,
+    _round,
+    extents_of,
+    physical_extents,
+)
+from autocad_bench_evaluator.spec import SchemaVersion
+
+_MAX_NOTES = 10
+
+
+def read_dxf(
+    path: Path, schema_version: SchemaVersion, limits: ReadLimits, *, source_format: str | None = None
+) -> ReadResult:
+    """Read the DXF at ``path`` (ASCII in any line ending and code page, or binary).
+
+    Returns metadata or an :class:`InvalidDrawing`; raises only for faults of this evaluator
+    (and ``OSError`` when the file vanishes between ``stat`` and ``read``).
+    """
+    size = path.stat().st_size
+    if size == 0:
+        return InvalidDrawing(failure_class="empty-file", reason="drawing file is empty", size=0)
+    if size > limits.max_bytes:
+        return InvalidDrawing(
+            failure_class="too-large",
+            reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit",
+            size=size,
+        )
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        with _quiet_ezdxf():
+            return _read(data, sha, schema_version, limits, source_format)
+    except InputRejected as rejected:
+        return InvalidDrawing(
+            failure_class=rejected.failure_class,
+            reason=rejected.reason,
+            detail=rejected.detail,
+            size=len(data),
+            sha256=sha,
+        )
+
+
+def _read(
+    data: bytes, sha: str, schema_version: SchemaVersion, limits: ReadLimits, source_format: str | None
+) -> DrawingMetadata:
+    started = time.monotonic()
+    binary = check_binary(data)
+    text: AsciiDxf | None = None if binary else ascii_dxf(data)
+
+    def census() -> TagCensus:
+        remaining = max(limits.max_seconds - (time.monotonic() - started), 0.0)
+        return TagCensus.start(limits.max_tags, limits.max_entities, remaining)
+
+    loaded = _load(data, text, census)
+    deadline = _Deadline(limits, started)
+    report = _Report()
+    if text is not None:
+        endings: LineEndings = text.line_endings
+        encoding, decoding_errors, dos_eof = text.encoding, text.decoding_errors, text.dos_eof
+    else:
+        endings, encoding, decoding_errors, dos_eof = "binary", "utf-8", 0, False
+    metadata = _extract_guarded(
+        loaded.doc,
+        schema_version,
+        limits,
+        deadline,
+        report,
+        source_format or ("dxf-binary" if binary else "dxf"),
+        sha,
+        len(data),
+    )
+    reading = ReadingReport(
+        line_endings=endings,
+        encoding=encoding,
+        decoding_errors=decoding_errors,
+        dos_eof=dos_eof,
+        recovered=loaded.recovered,
+        entities_declared=loaded.census.declared_space_entities,
+        entities_extracted=report.top_level_records,
+        unreadable=dict(sorted(report.unreadable.items())),
+        unsupported=dict(sorted(report.unsupported.items())),
+        notes=tuple(report.notes),
+    )
+    if report.top_level_records + report.top_level_skipped != loaded.space_entities:
+        # Every entity ezdxf loaded is either a record or counted as unreadable; anything else
+        # is a bug here, not in the drawing.
+        raise RuntimeError(
+            f"extraction saw {report.top_level_records + report.top_level_skipped} of "
+            f"{loaded.space_entities} loaded entities"
+        )
+    return metadata.model_copy(update={"reading": reading})
+
+
+class _Loaded:
+    def __init__(self, doc: Any, census: TagCensus, recovered: bool, space_entities: int) -> None:
+        self.doc = doc
+        self.census = census
+        self.recovered = recovered
+        self.space_entities = space_entities
+
+
+def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
+    """Strict read, then ezdxf's recover mode when the strict read fails or loses entities."""
+    strict_census = census()
+    strict_error: str | None = None
+    strict: _Loaded | None = None
+    try:
+        doc = _strict(data, text, strict_census)
+        strict = _Loaded(doc, strict_census, False, _space_entities(doc))
+        if _consistent(strict):
+            return strict
+    except InputRejected:
+        raise
+    except RecursionError:
+        raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
+    except Exception as error:  # ezdxf raises many types on untrusted input, AssertionError too
+        strict_error = _quote(error)
+    recover_census = census()
+    try:
+        recovered = _Loaded(_recover(data, text, recover_census), recover_census, True, 0)
+        recovered.space_entities = _space_entities(recovered.doc)
+    except InputRejected:
+        raise
+    except RecursionError:
+        raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
+    except Exception as error:
+        detail = strict_error or _quote(error)
+        if strict is not None:
+            _raise_lost(strict)
+        raise InputRejected("malformed", "the DXF structure cannot be parsed", detail) from None
+    if _consistent(recovered):
+        return recovered
+    _raise_lost(strict if strict is not None else recovered)
+    raise AssertionError("unreachable")
+
+
+def _consistent(loaded: _Loaded) -> bool:
+    return loaded.space_entities == loaded.census.declared_space_entities
+
+
+def _raise_lost(loaded: _Loaded) -> None:
+    declared, built = loaded.census.declared_space_entities, loaded.space_entities
+    types = ", ".join(f"{count} {name}" for name, count in sorted(loaded.census.space_entities.items())[:8])
+    raise InputRejected(
+        "entities-lost",
+        f"the file declares {declared} entities in its model and paper spaces but the DXF parser "
+        f"loaded {built}; the drawing cannot be scored faithfully",
+        f"declared: {types}" if types else "",
+    )
+
+
+def _space_entities(doc: Any) -> int:
+    return sum(len(layout) for layout in doc.layouts)
+
+
+def _strict(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
+    from ezdxf.document import Drawing
+    from ezdxf.lldxf.tagger import ascii_tags_loader, binary_tags_loader
+
+    if text is None:
+        return Drawing.load(census.wrap(binary_tags_loader(data)))
+    return Drawing.load(census.wrap(ascii_tags_loader(io.StringIO(text.text))))
+
+
+def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
+    from ezdxf.lldxf.tagger import binary_tags_loader
+    from ezdxf.recover import Recover, _load_and_audit_document, bytes_loader
+
+    if text is None:
+        tool = Recover.run(io.BytesIO(data), loader=lambda _stream: census.wrap(binary_tags_loader(data)))
+    else:
+        tool = Recover.run(io.BytesIO(text.data), loader=lambda stream: census.wrap(bytes_loader(stream)))
+    doc, _auditor = _load_and_audit_document(tool)
+    return doc
+
+
+def _quote(error: BaseException) -> str:
+    text = str(error).strip()
+    first = text.splitlines()[0][:200] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+@contextlib.contextmanager
+def _quiet_ezdxf() -> Iterator[None]:
+    """ezdxf logs every repaired value; a candidate drawing's defects belong in the result,
+    not on the evaluator's stderr."""
+    logger = logging.getLogger("ezdxf")
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+class _Deadline:
+    """The extraction's share of the limits: entity records made and wall time."""
+
+    def __init__(self, limits: ReadLimits, started: float) -> None:
+        self.limits = limits
+        self.until = started + limits.max_seconds
+        self.entities = 0
+
+    def check(self) -> None:
+        if time.monotonic() > self.until:
+            raise InputRejected("time-limit", f"the drawing took longer than {self.limits.max_seconds:g} s to read")
+
+    def count(self, n: int = 1) -> None:
+        self.entities += n
+        if self.entities > self.limits.max_entities:
+            raise InputRejected(
+                "entity-limit",
+                f"the drawing has more than {self.limits.max_entities} entities (block contents included)",
+            )
+        if self.entities % 256 == 0:
+            self.check()
+
+
+class _Report:
+    """What extraction skipped, for :class:`ReadingReport`."""
+
+    def __init__(self) -> None:
+        self.unreadable: Counter[str] = Counter()
+        self.unsupported: Counter[str] = Counter()
+        self.notes: list[str] = []
+        self.top_level_records = 0
+        self.top_level_skipped = 0
+
+    def skip(self, kind: str, error: BaseException, handle: str | None) -> None:
+        self.unreadable[kind] += 1
+        if len(self.notes) < _MAX_NOTES:
+            where = f" #{handle}" if handle else ""
+            self.notes.append(f"{kind}{where}: {_quote(error)}"[:240])
+
+
+def _extract_guarded(
+    doc: Any,
+    schema_version: SchemaVersion,
+    limits: ReadLimits,
+    deadline: _Deadline,
+    report: _Report,
+    source_format: str,
+    sha: str,
+    size: int,
+) -> DrawingMetadata:
+    """:func:`_extract`, with ezdxf's own exceptions on a damaged document made ``malformed``.
+
+    An exception raised inside ezdxf while it walks the document it built from untrusted
+    bytes is the drawing's fault; one raised in this package's code is ours and propagates.
+    """
+    try:
+        return _extract(doc, schema_version, limits, deadline, report, source_format, sha, size)
+    except (InputRejected, RecursionError):
+        raise
+    except Exception as error:
+        if not _raised_in_ezdxf(error):
+            raise
+        raise InputRejected(
+            "malformed", "the DXF parser could not interpret the drawing's structure", _quote(error)
+        ) from None
+
+
+def _raised_in_ezdxf(error: BaseException) -> bool:
+    tb = error.__traceback__
+    innermost = None
+    while tb is not None:
+        innermost = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return innermost is not None and "/ezdxf/" in innermost.replace("\\", "/")
+
+
+# --- extraction -------------------------------------------------------------------------
+
+_DIMTYPES = {
+    0: "linear",
+    1: "aligned",
+    2: "angular",
+    3: "diameter",
+    4: "radius",
+    5: "angular3p",
+    6: "ordinate",
+    8: "arc",
+}
+_ALL_DEFPOINTS = ("defpoint", "defpoint2", "defpoint3", "defpoint4", "defpoint5")
+_DEFPOINTS = {
+    # Only the points a dimension type defines: R12 writers (AutoCAD's and ezdxf's exporter)
+    # write every group (13 to 16) for every type, the unused ones as zeros.
+    0: ("defpoint", "defpoint2", "defpoint3"),
+    1: ("defpoint", "defpoint2", "defpoint3"),
+    2: _ALL_DEFPOINTS,
+    3: ("defpoint", "defpoint4"),
+    4: ("defpoint", "defpoint4"),
+    5: ("defpoint", "defpoint2", "defpoint3", "defpoint4"),
+    6: ("defpoint", "defpoint2", "defpoint3"),
+}
+_SOLID_TYPES = frozenset({"3DSOLID", "REGION", "BODY", "SURFACE", "MESH", "POLYFACE", "POLYMESH"})
+
+
+class _Extractor:
+    def __init__(self, limits: ReadLimits, deadline: _Deadline, measure_3d: bool, report: _Report) -> None:
+        self.limits = limits
+        self.deadline = deadline
+        self.measure_3d = measure_3d
+        self.report = report
+
+    # one entity -> zero or one record ---------------------------------------------------
+
+    def entity(self, e: Any, *, explode: bool, depth: int = 0, layer_override: str | None = None) -> Entity | None:
+        """One record for ``e``, or None when it cannot be read (then it is counted as
+        unreadable). Only the limits and too deep nesting escape."""
+        self.deadline.count()
+        kind, handle = "UNKNOWN", None
+        try:
+            kind = str(e.dxftype())
+            raw_handle = e.dxf.get("handle")
+            handle = str(raw_handle) if raw_handle else None
+            layer = str(e.dxf.get("layer", "0"))
+            if layer_override is not None and layer == "0":
+                layer = layer_override
+            common: dict[str, Any] = {"layer": layer, "handle": handle}
+            record = self._convert(e, kind, common, explode=explode, depth=depth)
+        except (InputRejected, RecursionError):
+            raise
+        except Exception as error:  # the entity's own data is unreadable: skip it, count it
+            self.report.skip(kind, error, handle)
+            return None
+        if isinstance(record, OtherEntity) and depth == 0:
+            self.report.unsupported[kind] += 1
+        return record
+
+    def _convert(self, e: Any, kind: str, common: dict[str, Any], *, explode: bool, depth: int) -> Entity | None:
+        dxf = e.dxf
+        if kind == "LINE":
+            return LineEntity(start=_p2(dxf.start), end=_p2(dxf.end), **common)
+        if kind == "CIRCLE":
+            center = e.ocs().to_wcs(dxf.center)
+            return CircleEntity(center=_p2(center), radius=_round(abs(dxf.radius)), **common)
+        if kind == "ARC":
+            center = e.ocs().to_wcs(dxf.center)
+            start, end = e.start_point, e.end_point
+            a1 = math.degrees(math.atan2(start.y - center.y, start.x - center.x))
+            a2 = math.degrees(math.atan2(end.y - center.y, end.x - center.x))
+            if e.dxf.extrusion.z < 0:  # mirrored OCS: the arc runs clockwise in WCS
+                a1, a2 = a2, a1
+            return ArcEntity(
+                center=_p2(center),
+                radius=_round(abs(dxf.radius)),
+                start_angle=_round(a1 % 360.0),
+                end_angle=_round(a2 % 360.0),
+                **common,
+            )
+        if kind == "LWPOLYLINE":
+            pts = list(e.get_points("xyb"))
+            ocs = e.ocs()
+            flip = dxf.extrusion.z < 0
+            verts = [_p2(ocs.to_wcs((p[0], p[1], dxf.elevation))) for p in pts]
+            bulges = [_round(-p[2] if flip else p[2]) for p in pts]
+            return PolylineEntity(
+                source="LWPOLYLINE", closed=bool(e.closed), vertices=tuple(verts), bulges=tuple(bulges), **common
+            )
+        if kind == "POLYLINE":
+            if e.is_polygon_mesh or e.is_poly_face_mesh:
+                return self._solid(e, "POLYFACE" if e.is_poly_face_mesh else "POLYMESH", common)
+            points = list(e.points_in_wcs()) if e.is_2d_polyline else [v.dxf.location for v in e.vertices]
+            flip = e.is_2d_polyline and dxf.extrusion.z < 0
+            bulges = [
+                _round((-1.0 if flip else 1.0) * float(v.dxf.get("bulge", 0.0))) if e.is_2d_polyline else 0.0
+                for v in e.vertices
+            ]
+            return PolylineEntity(
+                source="POLYLINE",
+                closed=bool(e.is_closed),
+                vertices=tuple(_p2(p) for p in points),
+                bulges=tuple(bulges),
+                **common,
+            )
+        if kind == "ELLIPSE":
+            return EllipseEntity(
+                center=_p2(dxf.center),
+                major_axis=_p2(dxf.major_axis),
+                ratio=_round(dxf.ratio),
+                start_param=_round(dxf.start_param),
+                end_param=_round(dxf.end_param),
+                **common,
+            )
+        if kind == "SPLINE":
+            return self._spline(e, common)
+        if kind == "POINT":
+            return PointEntity(location=_p2(dxf.location), **common)
+        if kind == "TEXT" or kind == "ATTRIB":
+            insert = e.ocs().to_wcs(dxf.insert)
+            if dxf.get("halign", 0) or dxf.get("valign", 0):
+                align = dxf.get("align_point")
+                if align is not None:
+                    insert = e.ocs().to_wcs(align)
+            return TextEntity(
+                source=kind,
+                content=e.plain_text(),
+                insert=_p2(insert),
+                height=_round(dxf.get("height", 0.0)),
+                rotation=_round(dxf.get("rotation", 0.0)),
+                **common,
+            )
+        if kind == "MTEXT":
+            return TextEntity(
+                source="MTEXT",
+                content=e.plain_text(split=False),
+                insert=_p2(dxf.insert),
+                height=_round(dxf.get("char_height", 0.0)),
+                rotation=_round(e.get_rotation()),
+                **common,
+            )
+        if kind == "DIMENSION":
+            return self._dimension(e, common, depth)
+        if kind == "HATCH":
+            return self._hatch(e, common)
+        if kind == "INSERT":
+            return self._insert(e, common, explode=explode, depth=depth)
+        if kind in _SOLID_TYPES:
+            return self._solid(e, kind, common)
+        return OtherEntity(source=kind, **common)
+
+    def _spline(self, e: Any, common: dict[str, Any]) -> SplineEntity:
+        control = [_p2(p) for p in e.control_points][: self.limits.max_curve_points]
+        fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
+        try:
+            approx = [_p2(p) for p in e.flattening(0.01, segments=8)]
+        except Exception:
+            approx = control or fit
+        if len(approx) > self.limits.max_curve_points:
+            step = len(approx) / (self.limits.max_curve_points - 1)
+            keep = self.limits.max_curve_points - 1
+            approx = [approx[min(len(approx) - 1, round(i * step))] for i in range(keep)] + [approx[-1]]
+        return SplineEntity(
+            degree=int(e.dxf.get("degree", 3)),
+            closed=bool(e.closed),
+            control_points=tuple(control),
+            fit_points=tuple(fit),
+            points=tuple(approx),
+            **common,
+        )
+
+    def _dimension(self, e: Any, common: dict[str, Any], depth: int) -> DimensionEntity:
+        dxf = e.dxf
+        code = int(e.dimtype)
+        dimtype = _DIMTYPES.get(code, "unknown")
+        measurement: float | None
+        try:
+            raw = e.get_measurement()
+            measurement = _round(raw) if isinstance(raw, (int, float)) else _round(math.hypot(raw.x, raw.y))
+            if dimtype in ("angular", "angular3p") and measurement is not None:
+                measurement = _round(math.degrees(measurement)) if measurement <= 2 * math.pi + 1e-9 else measurement
+        except Exception:
+            measurement = None
+        if measurement is not None and not math.isfinite(measurement):
+            measurement = None
+        defpoints = [_p2(dxf.get(name)) for name in _DEFPOINTS.get(code, _ALL_DEFPOINTS) if dxf.hasattr(name)]
+        graphics: list[Primitive] = []
+        if depth < self.limits.max_block_depth:
+            try:
+                for sub in e.virtual_entities():
+                    graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
+            except (InputRejected, RecursionError):
+                raise
+            except Exception:
+                graphics = []
+        return DimensionEntity(
+            dimtype=dimtype,
+            measurement=measurement,
+            defpoints=tuple(defpoints),
+            text_override=str(dxf.get("text", "") or ""),
+            graphics=tuple(graphics),
+            **common,
+        )
+
+    def _hatch(self, e: Any, common: dict[str, Any]) -> HatchEntity:
+        from ezdxf import path as ezpath
+
+        loops: list[tuple[Point, ...]] = []
+        for boundary in ezpath.from_hatch(e):
+            pts = [_p2(p) for p in boundary.flattening(0.01, segments=8)]
+            if len(pts) > self.limits.max_curve_points:
+                step = len(pts) / self.limits.max_curve_points
+                pts = [pts[int(i * step)] for i in range(self.limits.max_curve_points)]
+            loops.append(tuple(pts))
+            self.deadline.count()
+        return HatchEntity(
+            pattern=str(e.dxf.get("pattern_name", "")),
+            solid=bool(e.dxf.get("solid_fill", 0)),
+            boundaries=tuple(loops),
+            **common,
+        )
+
+    def _insert(self, e: Any, common: dict[str, Any], *, explode: bool, depth: int) -> InsertEntity:
+        dxf = e.dxf
+        attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
+        exploded: list[Primitive] = []
+        if explode and depth < self.limits.max_block_depth:
+            for sub in e.virtual_entities():
+                exploded.extend(self._flatten(sub, depth + 1, common["layer"]))
+            for attrib in e.attribs:
+                if not attrib.is_invisible:
+                    exploded.extend(self._flatten(attrib, depth + 1, common["layer"]))
+        return InsertEntity(
+            block=str(dxf.name),
+            insert=_p2(e.ocs().to_wcs(dxf.insert)),
+            scale=(_round(dxf.get("xscale", 1.0)), _round(dxf.get("yscale", 1.0)), _round(dxf.get("zscale", 1.0))),
+            rotation=_round(dxf.get("rotation", 0.0)),
+            attributes=dict(sorted(attributes.items())),
+            exploded=tuple(exploded),
+            **common,
+        )
+
+    def _flatten(self, e: Any, depth: int, parent_layer: str) -> list[Primitive]:
+        """Primitive records of a virtual entity, nested references and dimensions expanded."""
+        if depth > self.limits.max_block_depth:
+            return []
+        record = self.entity(e, explode=True, depth=depth, layer_override=parent_layer)
+        if record is None:
+            return []
+        if isinstance(record, InsertEntity):
+            return list(record.exploded)
+        if isinstance(record, DimensionEntity):
+            return list(record.graphics)
+        return [record]
+
+    def _solid(self, e: Any, kind: str, common: dict[str, Any]) -> SolidEntity:
+        if not self.measure_3d:
+            reason = "3D extents are measured in schema v4 only"
+            return SolidEntity(source=kind, status="unknown", reason=reason, **common)
+        try:
+            vertices, volume = _measure_body(e, kind)
+        except Exception as error:
+            reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+            return SolidEntity(source=kind, status="unknown", reason=f"cannot measure {kind}: {reason}", **common)
+        if not vertices:
+            return SolidEntity(source=kind, status="unknown", reason=f"{kind} has no measurable geometry", **common)
+        xs, ys, zs = zip(*vertices, strict=True)
+        extents = Extents3D(
+            min=(_round(min(xs)), _round(min(ys)), _round(min(zs))),
+            max=(_round(max(xs)), _round(max(ys)), _round(max(zs))),
+        )
+        return SolidEntity(
+            source=kind,
+            status="measured",
+            extents=extents,
+            volume=None if volume is None else _round(volume),
+            **common,
+        )
+
+    # whole document ---------------------------------------------------------------------
+
+    def space(self, name: str, layout: Iterable[Any]) -> SpaceInfo:
+        entities: list[Entity] = []
+        for e in layout:
+            record = self.entity(e, explode=True)
+            if record is None:
+                self.report.top_level_skipped += 1
+            else:
+                entities.append(record)
+        self.report.top_level_records += len(entities)
+        return SpaceInfo(name=name, entities=tuple(entities))
+
+
+def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None]:
+    """Vertices and volume of a 3D body; raises when ezdxf cannot evaluate it."""
+    from ezdxf.render.mesh import MeshBuilder, MeshVertexMerger
+
+    meshes: list[Any] = []
+    if kind in ("3DSOLID", "REGION", "BODY", "SURFACE"):
+        from ezdxf.acis.dxf import load_dxf
+        from ezdxf.acis.mesh import mesh_from_body
+
+        for body in load_dxf(e):
+            meshes.extend(mesh_from_body(body))
+    elif kind == "MESH":
+        meshes.append(MeshBuilder.from_mesh(e))
+    else:
+        meshes.append(MeshVertexMerger.from_polyface(e))
+    vertices: list[Point3] = []
+    volume: float | None = 0.0
+    for mesh in meshes:
+        vertices.extend((float(v.x), float(v.y), float(v.z)) for v in mesh.vertices)
+        if kind == "REGION":
+            volume = None
+            continue
+        diagnose = mesh.diagnose()
+        if volume is not None and diagnose.is_closed_surface:
+            volume += abs(float(diagnose.volume()))
+        else:
+            volume = None
+    return vertices, volume
+
+
+def _layers(doc: Any, report: _Report) -> tuple[LayerInfo, ...]:
+    layers: list[LayerInfo] = []
+    for layer in doc.layers:
+        try:
+            dxf = layer.dxf
+            color = int(dxf.get("color", 7))
+            layers.append(
+                LayerInfo(
+                    name=str(dxf.name),
+                    color=abs(color) if abs(color) <= 257 else 7,
+                    linetype=str(dxf.get("linetype", "Continuous")),
+                    on=bool(layer.is_on()),
+                    frozen=bool(layer.is_frozen()),
+                    locked=bool(layer.is_locked()),
+                )
+            )
+        except Exception as error:  # one damaged table entry does not void the drawing
+            report.skip("LAYER", error, None)
+    return tuple(sorted(layers, key=lambda item: item.name.lower()))
+
+
+def _blocks(doc: Any, extractor: _Extractor) -> tuple[BlockInfo, ...]:
+    blocks: list[BlockInfo] = []
+    for block in doc.blocks:
+        try:
+            name = str(block.name)
+            if name.startswith("*") or block.is_any_layout:
+                continue
+            entities: list[Entity] = []
+            for e in block:
+                record = extractor.entity(e, explode=False)
+                if record is not None:
+                    entities.append(record)
+            base = block.block.dxf.get("base_point", (0.0, 0.0, 0.0))
+            blocks.append(BlockInfo(name=name, base_point=_p2(base), entities=tuple(entities)))
+        except (InputRejected, RecursionError):
+            raise
+        except Exception as error:  # a damaged definition is skipped; references to it explode to nothing
+            extractor.report.skip("BLOCK", error, None)
+    return tuple(sorted(blocks, key=lambda item: item.name))
+
+
+def _extract(
+    doc: Any,
+    schema_version: SchemaVersion,
+    limits: ReadLimits,
+    deadline: _Deadline,
+    report: _Report,
+    source_format: str,
+    sha: str,
+    size: int,
+) -> DrawingMetadata:
+    extractor = _Extractor(limits, deadline, measure_3d=schema_version == 4, report=report)
+    model = extractor.space("Model", doc.modelspace())
+    layouts: list[SpaceInfo] = []
+    for layout in doc.layouts:
+        if layout.is_modelspace:
+            continue
+        space = extractor.space(str(layout.name), layout)
+        layouts.append(space)
+    units = _int_or_none(doc.header.get("$INSUNITS"))
+    physical = physical_extents(model.entities) if schema_version == 4 else None
+    return DrawingMetadata(
+        schema_version=schema_version,
+        source=SourceInfo(
+            format=source_format,
+            sha256=sha,
+            size=size,
+            dxf_version=str(doc.dxfversion),
+            units=units,
+        ),
+        layers=_layers(doc, report),
+        blocks=_blocks(doc, extractor),
+        model=model,
+        layouts=tuple(sorted(layouts, key=lambda s: s.name)),
+        extents=extents_of(model.entities),
+        physical_3d=physical,
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if -(2**31) <= number < 2**31 else None
