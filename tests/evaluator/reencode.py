@@ -12,9 +12,9 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-import ezdxf
 from ezdxf.addons import r12export
 from ezdxf.document import Drawing
+from ezdxf.filemanagement import readfile
 from ezdxf.lldxf.tags import Tags
 from ezdxf.lldxf.types import DXFTag
 
@@ -88,27 +88,40 @@ def renumber_handles(data: bytes, offset: int = 0x4000) -> bytes:
     return _join(out)
 
 
+def acad_encode(text: str, encoding: str) -> bytes:
+    """Encode as AutoCAD writes a pre-R2007 DXF: a character outside the code page becomes a
+    ``\\U+XXXX`` escape (ezdxf's own writer uses ``\\xNN`` for Latin-1 ones, which no CAD
+    program writes)."""
+    out = bytearray()
+    for char in text:
+        try:
+            out += char.encode(encoding)
+        except UnicodeEncodeError:
+            out += b"\\U+%04X" % ord(char)
+    return bytes(out)
+
+
 def _save(doc: Drawing, fmt: str = "asc") -> bytes:
     if fmt == "bin":
         stream = io.BytesIO()
-        doc.write(stream, fmt="bin")  # type: ignore[arg-type]
+        doc.write(stream, fmt="bin")
         return stream.getvalue()
     text = io.StringIO()
     doc.write(text)
-    return text.getvalue().encode(doc.output_encoding, errors="dxfreplace")
+    return acad_encode(text.getvalue(), doc.output_encoding)
 
 
 def binary(path: Path) -> bytes:
     """Binary DXF of the same document, through ezdxf's binary writer."""
-    return _save(ezdxf.readfile(path), fmt="bin")
+    return _save(readfile(path), fmt="bin")
 
 
 def r2018(path: Path) -> bytes:
     """The document saved as R2018 (AC1032). ACIS bodies are re-exported, because R2013 and
     later store them as binary SAB in the ACDSDATA section, as AutoCAD does."""
-    from ezdxf.acis import api as acis
+    from ezdxf.acis import dxf as acis
 
-    doc = ezdxf.readfile(path)
+    doc = readfile(path)
     bodies = {e.dxf.handle: acis.load_dxf(e) for e in doc.modelspace().query("3DSOLID REGION BODY SURFACE")}
     doc.dxfversion = "AC1032"
     if bodies:
@@ -122,16 +135,16 @@ def r2018(path: Path) -> bytes:
 
 def r12(path: Path) -> bytes:
     """R12 through ezdxf's R12 exporter (LWPOLYLINE becomes POLYLINE, and so on)."""
-    doc = ezdxf.readfile(path)
+    doc = readfile(path)
     stream = io.StringIO()
     r12export.write(doc, stream)
-    return stream.getvalue().encode("cp1252", errors="dxfreplace")
+    return acad_encode(stream.getvalue(), "cp1252")
 
 
 def codepage(path: Path, encoding: str) -> bytes:
     """Saved as R2000 in a Windows code page (``$DWGCODEPAGE``); characters outside the code
     page become ``\\U+XXXX`` escapes, as AutoCAD writes them."""
-    doc = ezdxf.readfile(path)
+    doc = readfile(path)
     doc.dxfversion = "AC1015"
     doc.encoding = encoding
     return _save(doc)

@@ -17,7 +17,10 @@ def test_list_a_suite_in_order() -> None:
     result = run("list", "--suite", "smoke")
     assert result.returncode == 0, result.stderr
     assert [json.loads(line)["task_id"] for line in result.stdout.splitlines()] == [
-        "prim-rectangle", "prim-circle-concentric", "part-plate-four-holes"]
+        "prim-rectangle",
+        "prim-circle-concentric",
+        "part-plate-four-holes",
+    ]
 
 
 def test_list_by_app_excludes_the_autocad_only_3d_tier() -> None:

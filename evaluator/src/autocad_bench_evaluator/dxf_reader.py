@@ -40,6 +40,7 @@ from autocad_bench_evaluator.dxf_input import (
     ascii_dxf,
     check_binary,
 )
+from autocad_bench_evaluator.geometry import Point
 from autocad_bench_evaluator.metadata import (
     ArcEntity,
     BlockInfo,
@@ -55,7 +56,6 @@ from autocad_bench_evaluator.metadata import (
     LayerInfo,
     LineEntity,
     OtherEntity,
-    Point,
     Point3,
     PointEntity,
     PolylineEntity,
@@ -320,8 +320,10 @@ def _extract_guarded(
     """
     try:
         return _extract(doc, schema_version, limits, deadline, report, source_format, sha, size)
-    except (InputRejected, RecursionError):
+    except InputRejected:
         raise
+    except RecursionError:
+        raise InputRejected("nesting-limit", "the drawing's structure is nested too deeply to read") from None
     except Exception as error:
         if not _raised_in_ezdxf(error):
             raise
@@ -526,14 +528,14 @@ class _Extractor:
             measurement = None
         defpoints = [_p2(dxf.get(name)) for name in _DEFPOINTS.get(code, _ALL_DEFPOINTS) if dxf.hasattr(name)]
         graphics: list[Primitive] = []
-        if depth < self.limits.max_block_depth:
-            try:
-                for sub in e.virtual_entities():
-                    graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
-            except (InputRejected, RecursionError):
-                raise
-            except Exception:
-                graphics = []
+        self._check_depth(depth)
+        try:
+            for sub in e.virtual_entities():
+                graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
+        except (InputRejected, RecursionError):
+            raise
+        except Exception:  # the rendered graphics are optional; the measurement is what counts
+            graphics = []
         return DimensionEntity(
             dimtype=dimtype,
             measurement=measurement,
@@ -565,7 +567,8 @@ class _Extractor:
         dxf = e.dxf
         attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
         exploded: list[Primitive] = []
-        if explode and depth < self.limits.max_block_depth:
+        if explode:
+            self._check_depth(depth)
             for sub in e.virtual_entities():
                 exploded.extend(self._flatten(sub, depth + 1, common["layer"]))
             for attrib in e.attribs:
@@ -581,10 +584,16 @@ class _Extractor:
             **common,
         )
 
+    def _check_depth(self, depth: int) -> None:
+        """Block references nest deeper than ``max_block_depth`` (or refer to themselves):
+        the drawing is rejected rather than scored with its deeper contents cut off."""
+        if depth >= self.limits.max_block_depth:
+            raise InputRejected(
+                "nesting-limit", f"block references are nested more than {self.limits.max_block_depth} levels deep"
+            )
+
     def _flatten(self, e: Any, depth: int, parent_layer: str) -> list[Primitive]:
         """Primitive records of a virtual entity, nested references and dimensions expanded."""
-        if depth > self.limits.max_block_depth:
-            return []
         record = self.entity(e, explode=True, depth=depth, layer_override=parent_layer)
         if record is None:
             return []
