@@ -28,7 +28,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,7 @@ from autocad_bench_evaluator.metadata import (
     _round,
     extents_of,
     physical_extents,
+    size_verdict,
 )
 from autocad_bench_evaluator.spec import SchemaVersion
 
@@ -87,14 +88,9 @@ def read_dxf(
     (and ``OSError`` when the file vanishes between ``stat`` and ``read``).
     """
     size = path.stat().st_size
-    if size == 0:
-        return InvalidDrawing(failure_class="empty-file", reason="drawing file is empty", size=0)
-    if size > limits.max_bytes:
-        return InvalidDrawing(
-            failure_class="too-large",
-            reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit",
-            size=size,
-        )
+    refused = size_verdict(size, limits)
+    if refused is not None:
+        return refused
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     try:
@@ -129,15 +125,9 @@ def _read(
         encoding, decoding_errors, dos_eof = text.encoding, text.decoding_errors, text.dos_eof
     else:
         endings, encoding, decoding_errors, dos_eof = "binary", "utf-8", 0, False
-    metadata = _extract_guarded(
-        loaded.doc,
-        schema_version,
-        limits,
-        deadline,
-        report,
-        source_format or ("dxf-binary" if binary else "dxf"),
-        sha,
-        len(data),
+    source_format = source_format or ("dxf-binary" if binary else "dxf")
+    metadata = _guarded(
+        lambda: _extract(loaded.doc, schema_version, limits, deadline, report, source_format, sha, len(data))
     )
     reading = ReadingReport(
         line_endings=endings,
@@ -303,23 +293,14 @@ class _Report:
             self.notes.append(f"{kind}{where}: {_quote(error)}"[:240])
 
 
-def _extract_guarded(
-    doc: Any,
-    schema_version: SchemaVersion,
-    limits: ReadLimits,
-    deadline: _Deadline,
-    report: _Report,
-    source_format: str,
-    sha: str,
-    size: int,
-) -> DrawingMetadata:
-    """:func:`_extract`, with ezdxf's own exceptions on a damaged document made ``malformed``.
+def _guarded(extract: Callable[[], DrawingMetadata]) -> DrawingMetadata:
+    """Run ``extract`` with ezdxf's own exceptions on a damaged document made ``malformed``.
 
     An exception raised inside ezdxf while it walks the document it built from untrusted
     bytes is the drawing's fault; one raised in this package's code is ours and propagates.
     """
     try:
-        return _extract(doc, schema_version, limits, deadline, report, source_format, sha, size)
+        return extract()
     except InputRejected:
         raise
     except RecursionError:

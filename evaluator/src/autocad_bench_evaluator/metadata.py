@@ -667,14 +667,9 @@ def read_drawing(
     if not path.is_file():
         return InvalidDrawing(failure_class="no-drawing", reason=f"drawing path is not a regular file: {path.name}")
     size = info.st_size
-    if size == 0:
-        return InvalidDrawing(failure_class="empty-file", reason="drawing file is empty", size=0)
-    if size > limits.max_bytes:
-        return InvalidDrawing(
-            failure_class="too-large",
-            reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit",
-            size=size,
-        )
+    refused = size_verdict(size, limits)
+    if refused is not None:
+        return refused
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
@@ -693,6 +688,20 @@ def read_drawing(
     from autocad_bench_evaluator.dxf_reader import read_dxf
 
     return read_dxf(path, schema_version, limits)
+
+
+def size_verdict(size: int, limits: ReadLimits) -> InvalidDrawing | None:
+    """The verdict on a file's size alone (empty, or over ``max_bytes``), or None when it may
+    be read."""
+    if size == 0:
+        return InvalidDrawing(failure_class="empty-file", reason="drawing file is empty", size=0)
+    if size > limits.max_bytes:
+        return InvalidDrawing(
+            failure_class="too-large",
+            reason=f"drawing file is {size} bytes, over the {limits.max_bytes}-byte limit",
+            size=size,
+        )
+    return None
 
 
 def _sha256_file(path: Path) -> str:
