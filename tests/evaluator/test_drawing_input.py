@@ -360,3 +360,30 @@ def test_a_block_that_contains_itself_is_rejected(tmp_path: Path) -> None:
 
 def test_text_entity_model_keeps_the_source() -> None:
     assert TextEntity(content="x", insert=(0, 0)).source == "TEXT"
+
+
+def test_entities_too_large_for_the_per_entity_bounds_are_skipped_before_ezdxf_works_on_them(tmp_path: Path) -> None:
+    limits = ReadLimits()
+    doc = new("R2010")
+    msp = doc.modelspace()
+    msp.add_line((0, 0), (1, 0))
+    msp.add_mtext("\\C1;x" * (limits.max_text_chars // 4 + 1))  # quadratic in ezdxf's plain text
+    msp.add_text("y" * (limits.max_text_chars + 1))
+    msp.add_spline(fit_points=[(i, (i % 7) * 0.5) for i in range(limits.max_spline_points + 1)])
+    msp.add_spline([(i, i % 3) for i in range(limits.max_spline_points + 1)])
+    hatch = msp.add_hatch()
+    hatch.paths.add_edge_path().add_spline(
+        fit_points=[(i, (i % 5) * 0.1) for i in range(limits.max_spline_points + 1)] + [(0, 0)]
+    )
+    msp.add_text("z" * limits.max_text_chars)  # exactly at the bound: read
+    path = tmp_path / "large.dxf"
+    doc.saveas(path)
+    started = time.monotonic()
+    result = read_drawing(path)
+    elapsed = time.monotonic() - started
+    assert isinstance(result, DrawingMetadata), result
+    assert [e.kind for e in result.model.entities] == ["LINE", "TEXT"]
+    assert result.reading is not None
+    assert result.reading.unreadable == {"HATCH": 1, "MTEXT": 1, "SPLINE": 2, "TEXT": 1}
+    assert any("more than 1000 points" in note for note in result.reading.notes)
+    assert elapsed < limits.max_seconds

@@ -272,8 +272,11 @@ class _Deadline:
                 "entity-limit",
                 f"the drawing has more than {self.limits.max_entities} entities (block contents included)",
             )
-        if self.entities % 256 == 0:
-            self.check()
+        self.check()
+
+
+class EntityTooLarge(ValueError):
+    """One entity is larger than a per-entity bound: it is skipped as unreadable."""
 
 
 class _Report:
@@ -441,6 +444,7 @@ class _Extractor:
         if kind == "POINT":
             return PointEntity(location=_p2(dxf.location), **common)
         if kind == "TEXT" or kind == "ATTRIB":
+            self._check_text(dxf.get("text", ""))
             insert = e.ocs().to_wcs(dxf.insert)
             if dxf.get("halign", 0) or dxf.get("valign", 0):
                 align = dxf.get("align_point")
@@ -455,6 +459,7 @@ class _Extractor:
                 **common,
             )
         if kind == "MTEXT":
+            self._check_text(e.text)
             return TextEntity(
                 source="MTEXT",
                 content=e.plain_text(split=False),
@@ -473,7 +478,17 @@ class _Extractor:
             return self._solid(e, kind, common)
         return OtherEntity(source=kind, **common)
 
+    def _check_text(self, text: object) -> None:
+        # ezdxf's plain-text conversion grows quadratically with the length of one value
+        if len(str(text)) > self.limits.max_text_chars:
+            raise EntityTooLarge(f"text longer than {self.limits.max_text_chars} characters")
+
     def _spline(self, e: Any, common: dict[str, Any]) -> SplineEntity:
+        # ezdxf's fit-point interpolation builds a dense n x n matrix; control points cost
+        # about 0.2 ms each to flatten
+        points = max(len(e.control_points), len(e.fit_points))
+        if points > self.limits.max_spline_points:
+            raise EntityTooLarge(f"spline with more than {self.limits.max_spline_points} points")
         control = [_p2(p) for p in e.control_points][: self.limits.max_curve_points]
         fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
         try:
@@ -508,6 +523,7 @@ class _Extractor:
         if measurement is not None and not math.isfinite(measurement):
             measurement = None
         defpoints = [_p2(dxf.get(name)) for name in _DEFPOINTS.get(code, _ALL_DEFPOINTS) if dxf.hasattr(name)]
+        self._check_text(dxf.get("text", "") or "")
         graphics: list[Primitive] = []
         self._check_depth(depth)
         try:
@@ -529,6 +545,11 @@ class _Extractor:
     def _hatch(self, e: Any, common: dict[str, Any]) -> HatchEntity:
         from ezdxf import path as ezpath
 
+        for path in e.paths:
+            for edge in getattr(path, "edges", ()):
+                points = max(len(getattr(edge, "control_points", ())), len(getattr(edge, "fit_points", ())))
+                if points > self.limits.max_spline_points:
+                    raise EntityTooLarge(f"hatch edge with more than {self.limits.max_spline_points} points")
         loops: list[tuple[Point, ...]] = []
         for boundary in ezpath.from_hatch(e):
             pts = [_p2(p) for p in boundary.flattening(0.01, segments=8)]
@@ -546,6 +567,8 @@ class _Extractor:
 
     def _insert(self, e: Any, common: dict[str, Any], *, explode: bool, depth: int) -> InsertEntity:
         dxf = e.dxf
+        for attrib in e.attribs:
+            self._check_text(attrib.dxf.get("text", ""))
         attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
         exploded: list[Primitive] = []
         if explode:

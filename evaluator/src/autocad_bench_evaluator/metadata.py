@@ -67,14 +67,19 @@ class ReadLimits(StrictModel):
     tags) and ``max_entities`` (records in the file, and entity records extracted, exploded
     block contents included) are counted while ezdxf consumes the tag stream and while
     entities are extracted, so a file is stopped as soon as it crosses one; both are
-    deterministic. ``max_seconds`` is the wall-clock safety net checked at the same points.
-    docs/drawing-input.md gives the time and memory these defaults bound.
+    deterministic. ``max_text_chars`` and ``max_spline_points`` bound the work ezdxf does on
+    one entity (its text and spline routines grow faster than linearly): a larger entity is
+    skipped as unreadable before ezdxf touches it. ``max_seconds`` is the wall-clock safety
+    net, checked every 4,096 tags and at every entity. docs/drawing-input.md gives the time
+    and memory these defaults bound.
     """
 
     max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
-    max_tags: int = Field(default=1_500_000, ge=1)
-    max_entities: int = Field(default=200_000, ge=1)
-    max_seconds: float = Field(default=30.0, gt=0)
+    max_tags: int = Field(default=300_000, ge=1)
+    max_entities: int = Field(default=50_000, ge=1)
+    max_seconds: float = Field(default=10.0, gt=0)
+    max_text_chars: int = Field(default=16_384, ge=1)
+    max_spline_points: int = Field(default=1_000, ge=4)
     max_curve_points: int = Field(default=512, ge=8)
     max_block_depth: int = Field(default=8, ge=1)
 
