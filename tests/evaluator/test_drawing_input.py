@@ -387,3 +387,45 @@ def test_entities_too_large_for_the_per_entity_bounds_are_skipped_before_ezdxf_w
     assert result.reading.unreadable == {"HATCH": 1, "MTEXT": 1, "SPLINE": 2, "TEXT": 1}
     assert any("more than 1000 points" in note for note in result.reading.notes)
     assert elapsed < limits.max_seconds
+
+
+# --- the isolated read: hard memory and time limits in a child process ------------------
+
+
+def test_the_isolated_read_gives_the_same_result_as_the_in_process_read(tmp_path: Path) -> None:
+    entry = gold("anno-block-bolts")
+    path = tmp_path / "crlf.dxf"
+    path.write_bytes(reencode.ctrl_z(entry.gold_dxf.read_bytes()))
+    assert read_drawing(path, isolated=True) == read_drawing(path)
+
+
+def test_a_drawing_over_the_memory_cap_is_refused_with_its_class(tmp_path: Path) -> None:
+    path = tmp_path / "points.dxf"
+    path.write_bytes(_points(40_000))
+    small = ReadLimits(max_memory_bytes=16 * 1024 * 1024)
+    result = read_drawing(path, limits=small, isolated=True)
+    assert isinstance(result, InvalidDrawing), result
+    assert result.failure_class == "memory-limit" and "16 MiB" in result.reason
+    outcome = evaluate(path, "prim-rectangle", SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev", limits=small)
+    assert outcome.state is EvaluationState.INVALID
+    assert outcome.report is not None and outcome.report.invalid_class == "memory-limit"
+
+
+def test_a_reader_past_its_wall_clock_bound_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autocad_bench_evaluator import isolated_read
+
+    monkeypatch.setattr(isolated_read, "STARTUP_ALLOWANCE_S", 0.0)
+    path = tmp_path / "points.dxf"
+    path.write_bytes(_points(2_000))
+    started = time.monotonic()
+    result = read_drawing(path, limits=ReadLimits(max_seconds=0.05), isolated=True)
+    assert time.monotonic() - started < 5.0
+    assert isinstance(result, InvalidDrawing) and result.failure_class == "time-limit"
+    assert "stopped" in result.reason
+
+
+def test_a_child_that_fails_for_its_own_reasons_is_an_evaluator_fault(tmp_path: Path) -> None:
+    from autocad_bench_evaluator.isolated_read import IsolatedReadError, read_dxf_isolated
+
+    with pytest.raises(IsolatedReadError, match="FileNotFoundError"):
+        read_dxf_isolated(tmp_path / "vanished.dxf", 3, ReadLimits())

@@ -173,6 +173,8 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
         raise
     except RecursionError:
         raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
+    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+        raise
     except Exception as error:  # ezdxf raises many types on untrusted input, AssertionError too
         strict_error = _quote(error)
     recover_census = census()
@@ -183,6 +185,8 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
         raise
     except RecursionError:
         raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
+    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+        raise
     except Exception as error:
         detail = strict_error or _quote(error)
         if strict is not None:
@@ -308,6 +312,8 @@ def _guarded(extract: Callable[[], DrawingMetadata]) -> DrawingMetadata:
         raise
     except RecursionError:
         raise InputRejected("nesting-limit", "the drawing's structure is nested too deeply to read") from None
+    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+        raise
     except Exception as error:
         if not _raised_in_ezdxf(error):
             raise
@@ -376,6 +382,8 @@ class _Extractor:
             common: dict[str, Any] = {"layer": layer, "handle": handle}
             record = self._convert(e, kind, common, explode=explode, depth=depth)
         except (InputRejected, RecursionError):
+            raise
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
             raise
         except Exception as error:  # the entity's own data is unreadable: skip it, count it
             self.report.skip(kind, error, handle)
@@ -493,6 +501,8 @@ class _Extractor:
         fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
         try:
             approx = [_p2(p) for p in e.flattening(0.01, segments=8)]
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+            raise
         except Exception:
             approx = control or fit
         if len(approx) > self.limits.max_curve_points:
@@ -518,6 +528,8 @@ class _Extractor:
             measurement = _round(raw) if isinstance(raw, (int, float)) else _round(math.hypot(raw.x, raw.y))
             if dimtype in ("angular", "angular3p") and measurement is not None:
                 measurement = _round(math.degrees(measurement)) if measurement <= 2 * math.pi + 1e-9 else measurement
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+            raise
         except Exception:
             measurement = None
         if measurement is not None and not math.isfinite(measurement):
@@ -530,6 +542,8 @@ class _Extractor:
             for sub in e.virtual_entities():
                 graphics.extend(self._flatten(sub, depth + 1, common["layer"]))
         except (InputRejected, RecursionError):
+            raise
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
             raise
         except Exception:  # the rendered graphics are optional; the measurement is what counts
             graphics = []
@@ -613,6 +627,8 @@ class _Extractor:
             return SolidEntity(source=kind, status="unknown", reason=reason, **common)
         try:
             vertices, volume = _measure_body(e, kind)
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+            raise
         except Exception as error:
             reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
             return SolidEntity(source=kind, status="unknown", reason=f"cannot measure {kind}: {reason}", **common)
@@ -691,6 +707,8 @@ def _layers(doc: Any, report: _Report) -> tuple[LayerInfo, ...]:
                     locked=bool(layer.is_locked()),
                 )
             )
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+            raise
         except Exception as error:  # one damaged table entry does not void the drawing
             report.skip("LAYER", error, None)
     return tuple(sorted(layers, key=lambda item: item.name.lower()))
@@ -711,6 +729,8 @@ def _blocks(doc: Any, extractor: _Extractor) -> tuple[BlockInfo, ...]:
             base = block.block.dxf.get("base_point", (0.0, 0.0, 0.0))
             blocks.append(BlockInfo(name=name, base_point=_p2(base), entities=tuple(entities)))
         except (InputRejected, RecursionError):
+            raise
+        except MemoryError:  # the isolated reader's memory cap: never an entity's fault
             raise
         except Exception as error:  # a damaged definition is skipped; references to it explode to nothing
             extractor.report.skip("BLOCK", error, None)

@@ -210,7 +210,8 @@ def evaluate(
             return fail(str(error))
         spec = gold.spec
         try:
-            result = read_drawing(candidate, spec.schema_version, dwg_reader=dwg_reader, limits=limits)
+            # The candidate is untrusted: read it in a child under hard memory and time limits.
+            result = read_drawing(candidate, spec.schema_version, dwg_reader=dwg_reader, limits=limits, isolated=True)
         except CannotReadDrawing as error:
             return fail(str(error))
         if isinstance(result, InvalidDrawing):

@@ -20,6 +20,7 @@ InvalidClass = Literal[
     "tag-limit",
     "entity-limit",
     "time-limit",
+    "memory-limit",
     "nesting-limit",
     "dwg-invalid",
 ]
@@ -31,7 +32,7 @@ InvalidClass = Literal[
 - ``truncated``: the file ends before its ``EOF`` marker;
 - ``malformed``: the DXF structure cannot be parsed, even by ezdxf's recover mode;
 - ``entities-lost``: the file declares entities the parser could not load (never a silent 0);
-- ``tag-limit`` / ``entity-limit`` / ``time-limit`` / ``nesting-limit``: a reading bound was
-  crossed (see docs/drawing-input.md);
+- ``tag-limit`` / ``entity-limit`` / ``time-limit`` / ``memory-limit`` / ``nesting-limit``: a
+  reading bound was crossed (see docs/drawing-input.md);
 - ``dwg-invalid``: AutoCAD (through the adapter) or the converter reported the DWG unreadable.
 """

@@ -71,7 +71,9 @@ class ReadLimits(StrictModel):
     one entity (its text and spline routines grow faster than linearly): a larger entity is
     skipped as unreadable before ezdxf touches it. ``max_seconds`` is the wall-clock safety
     net, checked every 4,096 tags and at every entity. docs/drawing-input.md gives the time
-    and memory these defaults bound.
+    and memory these defaults bound. ``max_memory_bytes`` applies where the read runs isolated
+    (:mod:`~autocad_bench_evaluator.isolated_read`, the evaluation path): the child's address
+    space may grow by that much.
     """
 
     max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
@@ -82,6 +84,7 @@ class ReadLimits(StrictModel):
     max_spline_points: int = Field(default=1_000, ge=4)
     max_curve_points: int = Field(default=512, ge=8)
     max_block_depth: int = Field(default=8, ge=1)
+    max_memory_bytes: int = Field(default=1024 * 1024 * 1024, ge=16 * 1024 * 1024)
 
 
 class CannotReadDrawing(Exception):
@@ -552,11 +555,12 @@ class ConverterDwgReader:
     ``timeout_s``. A failing command raises :class:`CannotReadDrawing`.
     """
 
-    def __init__(self, command: Sequence[str] | str, *, timeout_s: float = 120.0) -> None:
+    def __init__(self, command: Sequence[str] | str, *, timeout_s: float = 120.0, isolated: bool = True) -> None:
         self.command: tuple[str, ...] = tuple(shlex.split(command) if isinstance(command, str) else command)
         if not self.command:
             raise ValueError("empty converter command")
         self.timeout_s = timeout_s
+        self.isolated = isolated
 
     def read(self, path: Path, sha256: str, schema_version: SchemaVersion, limits: ReadLimits) -> ReadResult:
         """Run the converter and read its DXF; see the class docstring for failures."""
@@ -594,9 +598,11 @@ class ConverterDwgReader:
             produced = output if output.is_file() else _find_dxf(out_dir)
             if produced is None:
                 raise CannotReadDrawing(f"cannot read DWG here: converter {argv[0]!r} produced no DXF")
-            from autocad_bench_evaluator.dxf_reader import read_dxf
-
-            result = read_dxf(produced, schema_version, limits, source_format="dwg-converted")
+            if self.isolated:  # the converter's output is as untrusted as the DWG it came from
+                from autocad_bench_evaluator.isolated_read import read_dxf_isolated as read
+            else:
+                from autocad_bench_evaluator.dxf_reader import read_dxf as read
+            result = read(produced, schema_version, limits, source_format="dwg-converted")
             if isinstance(result, DrawingMetadata):
                 return result.model_copy(
                     update={"source": result.source.model_copy(update={"sha256": sha256, "size": path.stat().st_size})}
@@ -651,13 +657,17 @@ def read_drawing(
     *,
     dwg_reader: DwgReader | None = None,
     limits: ReadLimits | None = None,
+    isolated: bool = False,
 ) -> ReadResult:
     """Read ``path`` into metadata, or an :class:`InvalidDrawing` with a reason.
 
     The format is decided by the file's signature, not its suffix: ``AC10xx`` is a DWG and goes
     to ``dwg_reader`` (by default the adapter export next to it; see
-    :func:`default_dwg_reader`); ASCII or binary DXF is parsed here. Raises
-    :class:`CannotReadDrawing` only for a DWG nobody here can read.
+    :func:`default_dwg_reader`); ASCII or binary DXF is parsed here, or with ``isolated`` in a
+    child process under hard memory and time limits (see
+    :mod:`~autocad_bench_evaluator.isolated_read`; the evaluation path reads candidates so).
+    Raises :class:`CannotReadDrawing` only for a DWG nobody here can read, and
+    ``IsolatedReadError`` when the isolated child fails for a reason not the drawing's.
     """
     limits = limits or ReadLimits()
     if path is None:
@@ -692,6 +702,10 @@ def read_drawing(
         )
     from autocad_bench_evaluator.dxf_reader import read_dxf
 
+    if isolated:
+        from autocad_bench_evaluator.isolated_read import read_dxf_isolated
+
+        return read_dxf_isolated(path, schema_version, limits)
     return read_dxf(path, schema_version, limits)
 
 
