@@ -375,6 +375,11 @@ def test_entities_too_large_for_the_per_entity_bounds_are_skipped_before_ezdxf_w
     hatch.paths.add_edge_path().add_spline(
         fit_points=[(i, (i % 5) * 0.1) for i in range(limits.max_spline_points + 1)] + [(0, 0)]
     )
+    split = msp.add_hatch()  # two edges under the bound each, over it together
+    edges = split.paths.add_edge_path()
+    half = limits.max_spline_points // 2 + 1
+    edges.add_spline(fit_points=[(i, (i % 5) * 0.1) for i in range(half)])
+    edges.add_spline(fit_points=[(half - i, -1 - (i % 5) * 0.1) for i in range(half)])
     msp.add_text("z" * limits.max_text_chars)  # exactly at the bound: read
     path = tmp_path / "large.dxf"
     doc.saveas(path)
@@ -384,7 +389,7 @@ def test_entities_too_large_for_the_per_entity_bounds_are_skipped_before_ezdxf_w
     assert isinstance(result, DrawingMetadata), result
     assert [e.kind for e in result.model.entities] == ["LINE", "TEXT"]
     assert result.reading is not None
-    assert result.reading.unreadable == {"HATCH": 1, "MTEXT": 1, "SPLINE": 2, "TEXT": 1}
+    assert result.reading.unreadable == {"HATCH": 2, "MTEXT": 1, "SPLINE": 2, "TEXT": 1}
     assert any("more than 1000 points" in note for note in result.reading.notes)
     assert elapsed < limits.max_seconds
 

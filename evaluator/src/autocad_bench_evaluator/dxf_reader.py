@@ -559,18 +559,23 @@ class _Extractor:
     def _hatch(self, e: Any, common: dict[str, Any]) -> HatchEntity:
         from ezdxf import path as ezpath
 
-        for path in e.paths:
-            for edge in getattr(path, "edges", ()):
-                points = max(len(getattr(edge, "control_points", ())), len(getattr(edge, "fit_points", ())))
-                if points > self.limits.max_spline_points:
-                    raise EntityTooLarge(f"hatch edge with more than {self.limits.max_spline_points} points")
+        # Spline edges are the costly part of a boundary (ezdxf fits a curve through each);
+        # they share one budget per hatch, so many edges at the per-spline bound cannot add up.
+        spline_points = sum(
+            max(len(getattr(edge, "control_points", ())), len(getattr(edge, "fit_points", ())))
+            for path in e.paths
+            for edge in getattr(path, "edges", ())
+        )
+        if spline_points > self.limits.max_spline_points:
+            raise EntityTooLarge(f"hatch boundary with more than {self.limits.max_spline_points} spline points")
         loops: list[tuple[Point, ...]] = []
         for boundary in ezpath.from_hatch(e):
-            pts = [_p2(p) for p in boundary.flattening(0.01, segments=8)]
-            if len(pts) > self.limits.max_curve_points:
-                step = len(pts) / self.limits.max_curve_points
-                pts = [pts[int(i * step)] for i in range(self.limits.max_curve_points)]
-            loops.append(tuple(pts))
+            self.deadline.check()
+            raw = list(boundary.flattening(0.01, segments=8))
+            if len(raw) > self.limits.max_curve_points:  # thin first: rounding every point is the cost
+                step = len(raw) / self.limits.max_curve_points
+                raw = [raw[int(i * step)] for i in range(self.limits.max_curve_points)]
+            loops.append(tuple(_p2(p) for p in raw))
             self.deadline.count()
         return HatchEntity(
             pattern=str(e.dxf.get("pattern_name", "")),
