@@ -434,3 +434,146 @@ def test_a_child_that_fails_for_its_own_reasons_is_an_evaluator_fault(tmp_path: 
 
     with pytest.raises(IsolatedReadError, match="FileNotFoundError"):
         read_dxf_isolated(tmp_path / "vanished.dxf", 3, ReadLimits())
+
+
+# --- regressions from the adversarial review ---------------------------------------------
+
+R12_HEAD = "0\nSECTION\n2\nHEADER\n9\n$ACADVER\n1\nAC1009\n0\nENDSEC\n0\nSECTION\n2\nENTITIES\n"
+R12_LINE = "0\nLINE\n8\n0\n10\n0\n20\n0\n11\n1\n21\n1\n"
+R12_TAIL = "0\nENDSEC\n0\nEOF\n"
+
+
+def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+@pytest.mark.parametrize("version", ["R12", "R2000"])
+def test_entities_the_recover_audit_removes_are_counted_not_fatal(tmp_path: Path, version: str) -> None:
+    doc = new(version)
+    msp = doc.modelspace()
+    msp.add_line((0, 0), (1, 0))
+    msp.add_line((0, 1), (1, 1))
+    stream = io.StringIO()
+    doc.write(stream)
+    text = _insert_before_entities_end(stream.getvalue(), "  0\nFOOBAR\n  8\n0\n 10\n0\n 20\n0\n")
+    last = text.rindex("  0\nENDSEC\n")
+    broken = text[:last] + text[last + len("  0\nENDSEC\n") :]  # the strict read fails: recover runs
+    path = _write(tmp_path, "audit.dxf", broken)
+    result = read_drawing(path)
+    assert isinstance(result, DrawingMetadata), result
+    assert [e.kind for e in result.model.entities] == ["LINE", "LINE"]
+    assert result.reading is not None and result.reading.recovered
+    assert result.reading.unreadable == {"FOOBAR": 1}
+    outcome = evaluate(path, "prim-rectangle", SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
+    assert outcome.state is EvaluationState.DONE, outcome.error
+
+
+@pytest.mark.parametrize(
+    ("codepage", "codec", "word"),
+    [
+        ("DOS866", "cp866", "Привет"),
+        ("DOS850", "cp850", "Ø25 ±0.1"),
+        ("MACINTOSH", "mac_roman", "Ø25 ±0.1"),
+        ("ANSI_1251", "cp1251", "Привет é"),  # é is a \U+00E9 escape in a cp1251 file
+    ],
+)
+@pytest.mark.parametrize("recover", [False, True])
+def test_dos_and_mac_code_pages_decode_in_both_readers(
+    tmp_path: Path, codepage: str, codec: str, word: str, recover: bool
+) -> None:
+    doc = new("R2000")
+    doc.modelspace().add_text("PLACEHOLDER")
+    stream = io.StringIO()
+    doc.write(stream)
+    text = stream.getvalue().replace("ANSI_1252", codepage)
+    if recover:
+        last = text.rindex("  0\nENDSEC\n")
+        text = text[:last] + text[last + len("  0\nENDSEC\n") :]
+    path = _write(tmp_path, "cp.dxf", text.encode("ascii").replace(b"PLACEHOLDER", reencode.acad_encode(word, codec)))
+    result = read_drawing(path)
+    assert isinstance(result, DrawingMetadata), result
+    assert [t.content for t in texts(result)] == [word]
+    assert result.reading is not None and result.reading.recovered is recover
+
+
+def test_utf8_without_a_header_or_with_a_byte_order_mark(tmp_path: Path) -> None:
+    headerless = "0\nSECTION\n2\nENTITIES\n0\nTEXT\n8\n0\n10\n0\n20\n0\n40\n2.5\n1\nØ25 \u2013 Ä\n0\nENDSEC\n0\nEOF\n"
+    result = read_drawing(_write(tmp_path, "light.dxf", headerless))
+    assert isinstance(result, DrawingMetadata) and [t.content for t in texts(result)] == ["Ø25 \u2013 Ä"]
+    doc = new("R2000")
+    doc.modelspace().add_text("Øé")
+    stream = io.StringIO()
+    doc.write(stream)
+    bom = b"\xef\xbb\xbf" + reencode.crlf(stream.getvalue().encode("utf-8"))
+    result = read_drawing(_write(tmp_path, "bom.dxf", bom))
+    assert isinstance(result, DrawingMetadata) and [t.content for t in texts(result)] == ["Øé"]
+
+
+def test_user_blocks_named_like_r12_layout_blocks_and_stray_sub_records(tmp_path: Path) -> None:
+    doc = new("R2000")
+    block = doc.blocks.new("$MODEL_SPACE")  # a legal user block name after R12
+    block.add_line((0, 0), (1, 1))
+    block.add_circle((0, 0), 1)
+    doc.modelspace().add_blockref("$MODEL_SPACE", (5, 5))
+    path = tmp_path / "dollar.dxf"
+    doc.saveas(path)
+    result = read_drawing(path)
+    assert isinstance(result, DrawingMetadata), result
+    assert [e.kind for e in result.model.entities] == ["INSERT"]
+    attrib = "0\nATTRIB\n8\n0\n10\n0\n20\n0\n40\n1\n1\nVALUE\n2\nTAG\n70\n0\n"
+    for name, body in {
+        "stray-attrib": R12_LINE + attrib,
+        "stray-seqend": R12_LINE + "0\nSEQEND\n8\n0\n" + R12_LINE,
+        "stray-vertex": R12_LINE + "0\nVERTEX\n8\n0\n10\n5\n20\n5\n" + R12_LINE,
+    }.items():
+        result = read_drawing(_write(tmp_path, f"{name}.dxf", R12_HEAD + body + R12_TAIL))
+        assert isinstance(result, DrawingMetadata), (name, result)
+        assert "LINE" in [e.kind for e in result.model.entities]
+
+
+def test_a_paper_space_ezdxf_cannot_place_is_noted_not_fatal(tmp_path: Path) -> None:
+    doc = new("R2000")
+    doc.modelspace().add_line((0, 0), (1, 0))
+    doc.layouts.new("SECOND").add_circle((0, 0), 2)  # held in a *Paper_Space0 block
+    stream = io.StringIO()
+    doc.write(stream)
+    text = stream.getvalue()
+    objects = text.index("  2\nOBJECTS\n")
+    start = text.rindex("  0\nSECTION\n", 0, objects)
+    end = text.index("  0\nENDSEC\n", objects) + len("  0\nENDSEC\n")
+    result = read_drawing(_write(tmp_path, "no-objects.dxf", text[:start] + text[end:]))
+    assert isinstance(result, DrawingMetadata), result
+    assert [e.kind for e in result.model.entities] == ["LINE"]
+    # Without its LAYOUT object ezdxf cannot place the second layout's circle: noted, not fatal.
+    assert result.reading is not None and result.reading.unreadable == {"CIRCLE": 1}
+    assert any("paper-space" in note for note in result.reading.notes)
+
+
+def test_huge_curves_flatten_with_a_tolerance_relative_to_their_size(tmp_path: Path) -> None:
+    doc = new("R2010")
+    msp = doc.modelspace()
+    msp.add_spline([(0, 0), (1e10, 1e10), (2e10, 0), (3e10, 1e10)])
+    hatch = msp.add_hatch()
+    edges = hatch.paths.add_edge_path()
+    edges.add_arc((0, 0), 1e12, 0, 180)
+    edges.add_line((-1e12, 0), (1e12, 0))
+    path = tmp_path / "huge.dxf"
+    doc.saveas(path)
+    started = time.monotonic()
+    result = read_drawing(path)
+    assert time.monotonic() - started < ReadLimits().max_seconds
+    assert isinstance(result, DrawingMetadata), result
+    spline = next(e for e in result.model.entities if e.kind == "SPLINE")
+    assert 8 <= len(spline.points) <= ReadLimits().max_curve_points  # type: ignore[union-attr]
+
+
+def test_the_isolated_child_does_not_import_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ezdxf.py").write_text("raise ImportError('shadowed')\n")
+    entry = gold("prim-rectangle")
+    monkeypatch.chdir(tmp_path)
+    result = read_drawing(entry.gold_dxf, isolated=True)
+    assert isinstance(result, DrawingMetadata), result

@@ -20,7 +20,6 @@ Failures raise :class:`InputRejected` with a stable ``failure_class`` (see
 
 from __future__ import annotations
 
-import codecs
 import re
 import time
 from collections import Counter
@@ -40,7 +39,7 @@ LineEndings = Literal["lf", "crlf", "cr", "mixed", "binary"]
 
 # Tags inside an entity record that ezdxf folds into the entity before them.
 _SUB_RECORDS = frozenset({"VERTEX", "SEQEND", "ATTRIB"})
-_LAYOUT_BLOCK = re.compile(r"^[*$](MODEL|PAPER)_SPACE", re.IGNORECASE)
+_PAPER_BLOCK = re.compile(r"\*PAPER_SPACE\d*")
 _UNICODE_ESCAPE = re.compile(r"\\U\+([0-9A-Fa-f]{4})")
 _MIF_ESCAPE = re.compile(r"\\M\+([1-5])([0-9A-Fa-f]{4})")
 _MIF_CODECS = {"1": "cp932", "2": "cp950", "3": "cp949", "4": "cp1361", "5": "cp936"}
@@ -133,6 +132,13 @@ def ascii_dxf(raw: bytes) -> AsciiDxf:
     data += b"\n"
     version, codepage = header_variables(data)
     encoding = text_encoding(version, codepage)
+    if raw.startswith(UTF8_BOM) or (version is None and codepage is None):
+        # Nothing declared (light writers), or a byte-order mark: UTF-8 if it decodes as such.
+        try:
+            data.decode("utf-8")
+            encoding = "utf-8"
+        except UnicodeDecodeError:
+            pass
     text, errors = decode(data, encoding)
     return AsciiDxf(
         text=decode_escapes(text),
@@ -174,6 +180,26 @@ def header_variables(data: bytes) -> tuple[str | None, str | None]:
     return version, codepage
 
 
+_CODEPAGES: dict[str, str] = {
+    **{f"ANSI_{n}": f"cp{n}" for n in (874, 932, 949, 950, *range(1250, 1259))},
+    "ANSI_936": "gbk",
+    "ANSI_1361": "johab",
+    **{f"DOS{n}": f"cp{n}" for n in (437, 850, 852, 855, 857, 860, 861, 863, 864, 865, 866, 869, 932)},
+    **{f"ISO8859-{n}": f"iso8859_{n}" for n in range(1, 11)},
+    **{f"ISO8859_{n}": f"iso8859_{n}" for n in range(1, 11)},
+    "MACINTOSH": "mac_roman",
+    "MAC-ROMAN": "mac_roman",
+    "BIG5": "cp950",
+    "GB2312": "gbk",
+    "KSC5601": "cp949",
+    "JOHAB": "johab",
+    "UTF8": "utf-8",
+    "UTF-8": "utf-8",
+    "ASCII": "cp1252",
+}
+"""``$DWGCODEPAGE`` values AutoCAD and other writers use, to Python codecs (exact names)."""
+
+
 def text_encoding(version: str | None, codepage: str | None) -> str:
     """The Python codec of the file's text: UTF-8 from R2007 (AC1021) on, otherwise the code
     page ``$DWGCODEPAGE`` names (AutoCAD's default ANSI_1252 when it names none or an unknown)."""
@@ -181,13 +207,34 @@ def text_encoding(version: str | None, codepage: str | None) -> str:
         return "utf-8"
     if not codepage:
         return "cp1252"
+    return _CODEPAGES.get(codepage.strip().upper(), "cp1252")
+
+
+def for_recover(dxf: AsciiDxf) -> bytes:
+    """The decoded text as bytes ezdxf's recover reader decodes back to the same characters.
+
+    The recover reader decodes bytes itself, with its own code-page table (which maps, for
+    example, DOS866 to cp1252, and assumes cp1252 unless both ``$ACADVER`` and
+    ``$DWGCODEPAGE`` are present). So the text is re-encoded in the codec it will pick, with
+    AutoCAD's ``\\U+XXXX`` escape (which it resolves) for every character that codec lacks."""
     from ezdxf.tools.codepage import toencoding
 
-    name = toencoding(codepage.upper())
+    version, codepage = dxf.declared_version, dxf.declared_codepage
+    codec = "cp1252"
+    if version and codepage:
+        codec = "utf-8" if version >= "AC1021" else toencoding(codepage)
     try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return "cp1252"
+        return dxf.text.encode(codec)
+    except UnicodeEncodeError:
+        return "".join(c if _encodable(c, codec) else f"\\U+{ord(c):04X}" for c in dxf.text).encode(codec)
+
+
+def _encodable(char: str, codec: str) -> bool:
+    try:
+        char.encode(codec)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode(data: bytes, encoding: str) -> tuple[str, int]:
@@ -240,29 +287,42 @@ class TagCensus:
     tags: int = 0
     records: int = 0
     sections: list[str] = field(default_factory=list)
-    space_entities: Counter[str] = field(default_factory=Counter)
-    """Top-level entity records of the model and paper spaces, by type (ENTITIES section plus
-    the ``*Model_Space``/``*Paper_Space*`` block definitions)."""
+    model_entities: Counter[str] = field(default_factory=Counter)
+    """Top-level entity records of the model space, by type: ENTITIES-section records without
+    the paper-space flag (group 67) and the contents of the ``*Model_Space`` block."""
+    paper_entities: Counter[str] = field(default_factory=Counter)
+    """The same for the paper spaces (flag 67 set, or a ``*Paper_Space*`` block)."""
     block_entities: int = 0
     """Top-level entity records of every other block definition."""
     _section: str | None = None
     _expect_section_name: bool = False
     _block_name_pending: bool = False
     _block: str | None = None
+    _pending: str | None = None
+    _pending_paper: bool = False
+    _header_variable: str | None = None
+    version: str | None = None
+    """``$ACADVER`` as the HEADER section declares it."""
 
     @classmethod
     def start(cls, max_tags: int, max_records: int, max_seconds: float) -> TagCensus:
         return cls(max_tags=max_tags, max_records=max_records, deadline=time.monotonic() + max_seconds)
 
     @property
+    def space_entities(self) -> Counter[str]:
+        """Model and paper space together."""
+        return self.model_entities + self.paper_entities
+
+    @property
     def declared_space_entities(self) -> int:
-        return sum(self.space_entities.values())
+        return sum(self.model_entities.values()) + sum(self.paper_entities.values())
 
     def wrap(self, tags: Iterable[Any]) -> Iterator[Any]:
         """Yield ``tags`` unchanged while counting them."""
         for tag in tags:
             self.observe(tag[0], tag[1])
             yield tag
+        self._finish_pending()
 
     def observe(self, code: int, raw: object) -> None:
         self.tags += 1
@@ -274,7 +334,15 @@ class TagCensus:
             self.records += 1
             if self.records > self.max_records:
                 raise InputRejected("entity-limit", f"the drawing has more than {self.max_records} records")
+            self._finish_pending()
             self._record(_text(raw).strip())
+        elif code == 9 and self._section == "HEADER":
+            self._header_variable = _text(raw).strip()
+        elif code == 1 and self._header_variable == "$ACADVER":
+            self.version = _text(raw).strip()
+            self._header_variable = None
+        elif code == 67 and self._pending is not None:
+            self._pending_paper = _text(raw).strip() == "1"
         elif code == 2 and (self._expect_section_name or self._block_name_pending):
             name = _text(raw).strip()
             if self._expect_section_name:
@@ -283,6 +351,12 @@ class TagCensus:
             else:
                 self._block = name
             self._expect_section_name = self._block_name_pending = False
+
+    def _finish_pending(self) -> None:
+        if self._pending is not None:
+            (self.paper_entities if self._pending_paper else self.model_entities)[self._pending] += 1
+        self._pending = None
+        self._pending_paper = False
 
     def _record(self, name: str) -> None:
         self._expect_section_name = name == "SECTION"
@@ -293,7 +367,7 @@ class TagCensus:
             return
         if self._section == "ENTITIES":
             if name not in _SUB_RECORDS:
-                self.space_entities[name] += 1
+                self._pending = name  # counted when its record ends: group 67 may follow
         elif self._section == "BLOCKS":
             if name == "BLOCK":
                 self._block_name_pending = True
@@ -301,10 +375,25 @@ class TagCensus:
             elif name == "ENDBLK":
                 self._block = None
             elif self._block is not None and name not in _SUB_RECORDS:
-                if _LAYOUT_BLOCK.match(self._block):
-                    self.space_entities[name] += 1
+                space = _layout_block(self._block, r12=self.version is None or self.version <= "AC1009")
+                if space == "model":
+                    self.model_entities[name] += 1
+                elif space == "paper":
+                    self.paper_entities[name] += 1
                 else:
                     self.block_entities += 1
+
+
+def _layout_block(name: str, *, r12: bool) -> str | None:
+    """``model`` or ``paper`` for the block definitions that hold a layout's entities
+    (``$MODEL_SPACE``/``$PAPER_SPACE`` are those names in R12 only; later a user block may be
+    called so)."""
+    upper = name.upper()
+    if upper == "*MODEL_SPACE" or (r12 and upper == "$MODEL_SPACE"):
+        return "model"
+    if _PAPER_BLOCK.fullmatch(upper) or (r12 and upper == "$PAPER_SPACE"):
+        return "paper"
+    return None
 
 
 def _text(value: object) -> str:

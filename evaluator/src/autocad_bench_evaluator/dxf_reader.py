@@ -39,6 +39,7 @@ from autocad_bench_evaluator.dxf_input import (
     TagCensus,
     ascii_dxf,
     check_binary,
+    for_recover,
 )
 from autocad_bench_evaluator.geometry import Point
 from autocad_bench_evaluator.metadata import (
@@ -129,6 +130,15 @@ def _read(
     metadata = _guarded(
         lambda: _extract(loaded.doc, schema_version, limits, deadline, report, source_format, sha, len(data))
     )
+    deadline.check()  # a read that ended past the bound is refused, however it got there
+    for declared, built, why in (
+        (loaded.census.model_entities, loaded.model_entities, "removed by ezdxf's repair of the damaged file"),
+        (loaded.census.paper_entities, loaded.paper_entities, "paper-space entity not loaded (never scored)"),
+    ):
+        for name, count in loaded.lost_by_type(declared, built).items():
+            report.unreadable[name] += count
+            if len(report.notes) < _MAX_NOTES:
+                report.notes.append(f"{count} {name}: {why}")
     reading = ReadingReport(
         line_endings=endings,
         encoding=encoding,
@@ -152,11 +162,40 @@ def _read(
 
 
 class _Loaded:
-    def __init__(self, doc: Any, census: TagCensus, recovered: bool, space_entities: int) -> None:
+    """A document ezdxf built, with what the census saw and what the spaces hold now."""
+
+    def __init__(self, doc: Any, census: TagCensus, recovered: bool, removed_by_audit: int = 0) -> None:
         self.doc = doc
         self.census = census
         self.recovered = recovered
-        self.space_entities = space_entities
+        self.removed_by_audit = removed_by_audit
+        # Iterate, never len(): a layout's length still counts entities the audit deleted.
+        self.model_entities = Counter(str(e.dxftype()) for e in doc.modelspace())
+        self.paper_entities = Counter(
+            str(e.dxftype()) for layout in doc.layouts if not layout.is_modelspace for e in layout
+        )
+
+    @property
+    def space_entities(self) -> int:
+        return sum(self.model_entities.values()) + sum(self.paper_entities.values())
+
+    @property
+    def model_deficit(self) -> int:
+        return max(sum(self.census.model_entities.values()) - sum(self.model_entities.values()), 0)
+
+    @property
+    def paper_deficit(self) -> int:
+        return max(sum(self.census.paper_entities.values()) - sum(self.paper_entities.values()), 0)
+
+    def consistent(self) -> bool:
+        """Nothing declared for the model space is missing (more than declared is fine: stray
+        sub-records, say, load as entities of their own). A recover read may miss what its
+        audit reported removing; those are counted as unreadable."""
+        allowed = self.removed_by_audit if self.recovered else 0
+        return self.model_deficit <= allowed
+
+    def lost_by_type(self, declared: Counter[str], loaded: Counter[str]) -> dict[str, int]:
+        return {name: count - loaded[name] for name, count in declared.items() if count > loaded[name]}
 
 
 def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
@@ -165,9 +204,8 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
     strict_error: str | None = None
     strict: _Loaded | None = None
     try:
-        doc = _strict(data, text, strict_census)
-        strict = _Loaded(doc, strict_census, False, _space_entities(doc))
-        if _consistent(strict):
+        strict = _Loaded(_strict(data, text, strict_census), strict_census, False)
+        if strict.consistent():
             return strict
     except InputRejected:
         raise
@@ -179,8 +217,8 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
         strict_error = _quote(error)
     recover_census = census()
     try:
-        recovered = _Loaded(_recover(data, text, recover_census), recover_census, True, 0)
-        recovered.space_entities = _space_entities(recovered.doc)
+        doc, removed = _recover(data, text, recover_census)
+        recovered = _Loaded(doc, recover_census, True, removed)
     except InputRejected:
         raise
     except RecursionError:
@@ -192,29 +230,23 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
         if strict is not None:
             _raise_lost(strict)
         raise InputRejected("malformed", "the DXF structure cannot be parsed", detail) from None
-    if _consistent(recovered):
+    if recovered.consistent():
         return recovered
     _raise_lost(strict if strict is not None else recovered)
     raise AssertionError("unreachable")
 
 
-def _consistent(loaded: _Loaded) -> bool:
-    return loaded.space_entities == loaded.census.declared_space_entities
-
-
 def _raise_lost(loaded: _Loaded) -> None:
-    declared, built = loaded.census.declared_space_entities, loaded.space_entities
-    types = ", ".join(f"{count} {name}" for name, count in sorted(loaded.census.space_entities.items())[:8])
+    declared = sum(loaded.census.model_entities.values())
+    built = sum(loaded.model_entities.values())
+    lost = loaded.lost_by_type(loaded.census.model_entities, loaded.model_entities)
+    types = ", ".join(f"{count} {name}" for name, count in sorted(lost.items())[:8])
     raise InputRejected(
         "entities-lost",
-        f"the file declares {declared} entities in its model and paper spaces but the DXF parser "
-        f"loaded {built}; the drawing cannot be scored faithfully",
-        f"declared: {types}" if types else "",
+        f"the file declares {declared} entities in its model space but the DXF parser loaded "
+        f"{built}; the drawing cannot be scored faithfully",
+        f"not loaded: {types}" if types else "",
     )
-
-
-def _space_entities(doc: Any) -> int:
-    return sum(len(layout) for layout in doc.layouts)
 
 
 def _strict(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
@@ -226,16 +258,21 @@ def _strict(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
     return Drawing.load(census.wrap(ascii_tags_loader(io.StringIO(text.text))))
 
 
-def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
+def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any, int]:
     from ezdxf.lldxf.tagger import binary_tags_loader
     from ezdxf.recover import Recover, _load_and_audit_document, bytes_loader
 
     if text is None:
         tool = Recover.run(io.BytesIO(data), loader=lambda _stream: census.wrap(binary_tags_loader(data)))
     else:
-        tool = Recover.run(io.BytesIO(text.data), loader=lambda stream: census.wrap(bytes_loader(stream)))
-    doc, _auditor = _load_and_audit_document(tool)
-    return doc
+        tool = Recover.run(io.BytesIO(for_recover(text)), loader=lambda stream: census.wrap(bytes_loader(stream)))
+    doc, auditor = _load_and_audit_document(tool)
+    removed = {
+        id(fix.entity)
+        for fix in auditor.fixes
+        if str(getattr(fix.code, "name", "")).startswith("REMOVED_") or str(fix.message).startswith("Removed")
+    }
+    return doc, len(removed)
 
 
 def _quote(error: BaseException) -> str:
@@ -500,7 +537,7 @@ class _Extractor:
         control = [_p2(p) for p in e.control_points][: self.limits.max_curve_points]
         fit = [_p2(p) for p in e.fit_points][: self.limits.max_curve_points]
         try:
-            approx = [_p2(p) for p in e.flattening(0.01, segments=8)]
+            approx = [_p2(p) for p in e.flattening(_tolerance([*e.control_points, *e.fit_points]), segments=8)]
         except MemoryError:  # the isolated reader's memory cap: never an entity's fault
             raise
         except Exception:
@@ -571,7 +608,7 @@ class _Extractor:
         loops: list[tuple[Point, ...]] = []
         for boundary in ezpath.from_hatch(e):
             self.deadline.check()
-            raw = list(boundary.flattening(0.01, segments=8))
+            raw = list(boundary.flattening(_tolerance(boundary.control_vertices()), segments=8))
             if len(raw) > self.limits.max_curve_points:  # thin first: rounding every point is the cost
                 step = len(raw) / self.limits.max_curve_points
                 raw = [raw[int(i * step)] for i in range(self.limits.max_curve_points)]
@@ -778,6 +815,21 @@ def _extract(
         extents=extents_of(model.entities),
         physical_3d=physical,
     )
+
+
+def _tolerance(points: Iterable[Any]) -> float:
+    """Flattening tolerance: 0.01 drawing units, or 1e-5 of the curve's extent when that is
+    larger. An absolute tolerance makes the number of points grow with the curve's size, and
+    a curve the size of a continent would take minutes and gigabytes to flatten."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for p in points:
+        xs.append(float(p[0]))
+        ys.append(float(p[1]))
+    if not xs:
+        return 0.01
+    extent = math.hypot(max(xs) - min(xs), max(ys) - min(ys))
+    return max(0.01, extent * 1e-5) if math.isfinite(extent) else 0.01
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -59,7 +59,9 @@ def read_dxf_isolated(
     timeout = limits.max_seconds + STARTUP_ALLOWANCE_S
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "autocad_bench_evaluator.isolated_read"],
+            # -P: the working directory is not put on sys.path, so no file there can stand in
+            # for a module the child imports.
+            [sys.executable, "-P", "-m", "autocad_bench_evaluator.isolated_read"],
             input=json.dumps(request).encode(),
             capture_output=True,
             timeout=timeout,
