@@ -577,3 +577,35 @@ def test_the_isolated_child_does_not_import_from_the_working_directory(
     monkeypatch.chdir(tmp_path)
     result = read_drawing(entry.gold_dxf, isolated=True)
     assert isinstance(result, DrawingMetadata), result
+
+
+# --- declared drawing units ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_a_gold_declared_in_other_units_fails_every_task(task_id: str) -> None:
+    """The attack of issue 15: the gold itself, declared in inches or metres, passed 27 of 27."""
+    entry = gold(task_id)
+    assert entry.metadata.source.units == 4
+    for units, name in ((1, "inches"), (6, "metres")):
+        candidate = entry.metadata.model_copy(
+            update={"source": entry.metadata.source.model_copy(update={"units": units})}
+        )
+        report = score_drawing(entry.metadata, candidate, entry.spec, EVALUATOR_VERSION)
+        assert report.score == 0.0 and not report.passed
+        assert name in report.reason and "millimetres" in report.reason
+    for units in (None, 0, 4):  # undeclared, unitless or the same: scored as usual
+        candidate = entry.metadata.model_copy(
+            update={"source": entry.metadata.source.model_copy(update={"units": units})}
+        )
+        assert score_drawing(entry.metadata, candidate, entry.spec, EVALUATOR_VERSION).score == 1.0
+
+
+def test_units_are_read_from_the_file_and_refused_end_to_end(tmp_path: Path) -> None:
+    entry = gold("prim-rectangle")
+    text = entry.gold_dxf.read_bytes()
+    assert b"$INSUNITS\n 70\n4\n" in text
+    path = _write(tmp_path, "inches.dxf", reencode.crlf(text.replace(b"$INSUNITS\n 70\n4\n", b"$INSUNITS\n 70\n1\n")))
+    outcome = evaluate(path, entry.task_id, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
+    assert outcome.state is EvaluationState.DONE
+    assert outcome.report is not None and outcome.report.score == 0.0 and "inches" in outcome.report.reason

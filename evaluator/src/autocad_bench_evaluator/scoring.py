@@ -145,6 +145,43 @@ class ScoreReport(StrictModel):
         return canonical_json(self.model_dump(mode="json"))
 
 
+_UNITS = {
+    1: "inches",
+    2: "feet",
+    3: "miles",
+    4: "millimetres",
+    5: "centimetres",
+    6: "metres",
+    7: "kilometres",
+    8: "microinches",
+    9: "mils",
+    10: "yards",
+    11: "angstroms",
+    12: "nanometres",
+    13: "microns",
+    14: "decimetres",
+    15: "decametres",
+    16: "hectometres",
+    17: "gigametres",
+    18: "astronomical units",
+    19: "light years",
+    20: "parsecs",
+}
+"""DXF ``$INSUNITS`` codes (0 is unitless)."""
+
+
+def units_mismatch(gold: DrawingMetadata, candidate: DrawingMetadata) -> str | None:
+    """Why the candidate's declared units rule out a comparison, or None when they match (or
+    either side declares none: ``$INSUNITS`` absent or 0)."""
+    want, got = gold.source.units, candidate.source.units
+    if not want or not got or want == got:
+        return None
+    return (
+        f"the drawing declares its units as {_UNITS.get(got, f'code {got}')} ($INSUNITS {got}); the task is "
+        f"drawn in {_UNITS.get(want, f'code {want}')} ($INSUNITS {want}), so its coordinates cannot be compared"
+    )
+
+
 def invalid_report(
     spec: ScoringSpec,
     evaluator_version: str,
@@ -1123,7 +1160,28 @@ def required_text_present(candidate: DrawingMetadata, texts_required: Iterable[s
 def score_drawing(
     gold: DrawingMetadata, candidate: DrawingMetadata, spec: ScoringSpec, evaluator_version: str
 ) -> ScoreReport:
-    """Score ``candidate`` against ``gold``; deterministic and translation-invariant when free."""
+    """Score ``candidate`` against ``gold``; deterministic and translation-invariant when free.
+
+    A candidate that declares other drawing units than the gold (``$INSUNITS``, both set and
+    not unitless) scores 0 with the reason: its coordinates mean other lengths.
+    """
+    mismatch = units_mismatch(gold, candidate)
+    if mismatch is not None:
+        return ScoreReport(
+            task_id=spec.task_id,
+            evaluator_version=evaluator_version,
+            schema_version=spec.schema_version,
+            valid=True,
+            reason=mismatch,
+            score=0.0,
+            passed=False,
+            pass_threshold=spec.pass_threshold,
+            position=spec.position,
+            required_layers=required_layers_present(candidate, spec.required_layers),
+            required_text=required_text_present(candidate, spec.required_text),
+            gold_sha256=gold.source.sha256,
+            candidate_sha256=candidate.source.sha256,
+        )
     errs = _errors(spec.tolerance)
     g = _side(gold, spec)
     c = _side(candidate, spec)
