@@ -8,6 +8,7 @@ import io
 import time
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
@@ -609,3 +610,42 @@ def test_units_are_read_from_the_file_and_refused_end_to_end(tmp_path: Path) -> 
     outcome = evaluate(path, entry.task_id, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
     assert outcome.state is EvaluationState.DONE
     assert outcome.report is not None and outcome.report.score == 0.0 and "inches" in outcome.report.reason
+
+
+# --- what counts as drawn: Defpoints and hidden layers ----------------------------------
+
+
+def _with(entry: GoldCacheEntry, extra: list[Any], layers: tuple[Any, ...] | None = None) -> DrawingMetadata:
+    model = entry.metadata.model.model_copy(update={"entities": (*entry.metadata.model.entities, *extra)})
+    update: dict[str, Any] = {"model": model}
+    if layers is not None:
+        update["layers"] = layers
+    return entry.metadata.model_copy(update=update)
+
+
+@pytest.mark.parametrize("task_id", [t for t in TASKS if gold(t).spec.schema_version == 3])
+def test_junk_on_defpoints_counts_and_hidden_layers_do_not(task_id: str) -> None:
+    """Attacks of issue 15: gold plus 120 junk entities on Defpoints passed every task."""
+    from autocad_bench_evaluator.metadata import CircleEntity, LayerInfo, LineEntity, PointEntity
+
+    entry = gold(task_id)  # 2D tasks: the 3D ones score the solid's extents
+    junk = [LineEntity(start=(i, -50.0), end=(i + 3.0, -80.0), layer="Defpoints") for i in range(60)] + [
+        CircleEntity(center=(i * 4.0, 300.0), radius=1.0 + i % 7, layer="Defpoints") for i in range(60)
+    ]
+    junked = score_drawing(entry.metadata, _with(entry, junk), entry.spec, EVALUATOR_VERSION)
+    assert not junked.passed and junked.score < entry.spec.pass_threshold - 0.05
+    points = [PointEntity(location=(i, i), layer="Defpoints") for i in range(20)]
+    assert score_drawing(entry.metadata, _with(entry, points), entry.spec, EVALUATOR_VERSION).score == 1.0
+    # Everything moved to a frozen layer: nothing shows on paper, nothing is drawn.
+    frozen = entry.metadata.model_copy(
+        update={
+            "model": entry.metadata.model.model_copy(
+                update={
+                    "entities": tuple(e.model_copy(update={"layer": "HIDDEN"}) for e in entry.metadata.model.entities)
+                }
+            ),
+            "layers": (*entry.metadata.layers, LayerInfo(name="HIDDEN", frozen=True)),
+        }
+    )
+    report = score_drawing(entry.metadata, frozen, entry.spec, EVALUATOR_VERSION)
+    assert not report.passed and report.score < 0.5

@@ -543,15 +543,28 @@ def _kind(rows: list[tuple[list[float], list[float], str, str]], pos_cols: int, 
     return _Kind(pos, size, [r[2] for r in rows], [r[3] for r in rows])
 
 
+def hidden_layers(metadata: DrawingMetadata) -> set[str]:
+    """Layers that are off or frozen: nothing on them shows on paper, so it is not drawn."""
+    return {_norm_layer(layer.name) for layer in metadata.layers if not layer.on or layer.frozen}
+
+
+def _left_out(entity: Entity | Primitive, ignore: set[str], hidden: set[str]) -> bool:
+    layer = _norm_layer(entity.layer)
+    # An ignored layer (Defpoints) may hold dimension definition points and nothing else:
+    # whatever else is drawn there counts, so it cannot hide junk.
+    return layer in hidden or (layer in ignore and isinstance(entity, PointEntity))
+
+
 def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
     ignore = {_norm_layer(name) for name in spec.ignore_layers}
+    hidden = hidden_layers(metadata)
     builder = _Builder(spec.tolerance)
     for entity in metadata.model.entities:
-        if _norm_layer(entity.layer) in ignore:
+        if _left_out(entity, ignore, hidden):
             continue
-        if isinstance(entity, InsertEntity) and ignore:
+        if isinstance(entity, InsertEntity) and (ignore or hidden):
             entity = entity.model_copy(
-                update={"exploded": tuple(e for e in entity.exploded if _norm_layer(e.layer) not in ignore)}
+                update={"exploded": tuple(e for e in entity.exploded if not _left_out(e, ignore, hidden))}
             )
         builder.entity(entity)
     builder.chain_profiles()
@@ -1140,11 +1153,13 @@ def _align(g: _Side, c: _Side, spec: ScoringSpec, errs: dict[str, ErrFn]) -> tup
 
 
 def required_layers_present(candidate: DrawingMetadata, names: Iterable[str]) -> dict[str, bool]:
-    """For each required layer: whether at least one candidate model-space entity is on it."""
+    """For each required layer: whether at least one candidate model-space entity is on it
+    (a layer that is off or frozen shows nothing, so it does not count)."""
     used = {_norm_layer(e.layer) for e in candidate.model.entities}
     for e in candidate.model.entities:
         if isinstance(e, InsertEntity):
             used.update(_norm_layer(sub.layer) for sub in e.exploded)
+    used -= hidden_layers(candidate)
     return {name: _norm_layer(name) in used for name in names}
 
 

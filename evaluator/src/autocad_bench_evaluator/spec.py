@@ -20,8 +20,10 @@ How the spec drives scoring (:mod:`autocad_bench_evaluator.scoring`):
 * ``pass_threshold``: the total at or above which the attempt passes, provided every
   ``required_layers`` entry carries at least one candidate entity and every ``required_text``
   entry occurs in candidate text (case-insensitive, whitespace collapsed).
-* ``ignore_layers``: entities on these layers are left out on both sides (construction
-  layers such as ``Defpoints``).
+* ``ignore_layers``: POINT entities on these layers (dimension definition points on
+  ``Defpoints``) are left out on both sides; anything else drawn there counts as drawn, so
+  such a layer cannot hide junk. Entities on layers that are off or frozen never count: they
+  do not show on paper.
 
 Validation fails (pydantic ``ValidationError``) on unknown fields, negative or all-zero
 weights, a threshold outside [0, 1], or a positive ``extents3d`` weight in a schema-v3 spec.
