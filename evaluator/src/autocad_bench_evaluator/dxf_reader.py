@@ -204,26 +204,20 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
     strict_error: str | None = None
     strict: _Loaded | None = None
     try:
-        strict = _Loaded(_strict(data, text, strict_census), strict_census, False)
+        with _nesting_as_limit():
+            strict = _Loaded(_strict(data, text, strict_census), strict_census, False)
         if strict.consistent():
             return strict
-    except InputRejected:
-        raise
-    except RecursionError:
-        raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
-    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+    except _NOT_THE_PARSERS:
         raise
     except Exception as error:  # ezdxf raises many types on untrusted input, AssertionError too
         strict_error = _quote(error)
     recover_census = census()
     try:
-        doc, removed = _recover(data, text, recover_census)
-        recovered = _Loaded(doc, recover_census, True, removed)
-    except InputRejected:
-        raise
-    except RecursionError:
-        raise InputRejected("nesting-limit", "the DXF structure is nested too deeply to read") from None
-    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+        with _nesting_as_limit():
+            doc, removed = _recover(data, text, recover_census)
+            recovered = _Loaded(doc, recover_census, True, removed)
+    except _NOT_THE_PARSERS:
         raise
     except Exception as error:
         detail = strict_error or _quote(error)
@@ -273,6 +267,20 @@ def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any
         if str(getattr(fix.code, "name", "")).startswith("REMOVED_") or str(fix.message).startswith("Removed")
     }
     return doc, len(removed)
+
+
+_NOT_THE_PARSERS = (InputRejected, MemoryError)
+"""Raised while ezdxf works but never ezdxf's verdict on the file: a bound of ours, or the
+isolated reader's memory cap. They pass every ``except Exception`` that catches ezdxf."""
+
+
+@contextlib.contextmanager
+def _nesting_as_limit() -> Iterator[None]:
+    """Too deep a structure (Python's recursion limit inside ezdxf) is ``nesting-limit``."""
+    try:
+        yield
+    except RecursionError:
+        raise InputRejected("nesting-limit", "the drawing's structure is nested too deeply to read") from None
 
 
 def _quote(error: BaseException) -> str:
@@ -344,12 +352,9 @@ def _guarded(extract: Callable[[], DrawingMetadata]) -> DrawingMetadata:
     bytes is the drawing's fault; one raised in this package's code is ours and propagates.
     """
     try:
-        return extract()
-    except InputRejected:
-        raise
-    except RecursionError:
-        raise InputRejected("nesting-limit", "the drawing's structure is nested too deeply to read") from None
-    except MemoryError:  # the isolated reader's memory cap: never an entity's fault
+        with _nesting_as_limit():
+            return extract()
+    except _NOT_THE_PARSERS:
         raise
     except Exception as error:
         if not _raised_in_ezdxf(error):

@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -1180,23 +1180,29 @@ def score_drawing(
     A candidate that declares other drawing units than the gold (``$INSUNITS``, both set and
     not unitless) scores 0 with the reason: its coordinates mean other lengths.
     """
-    mismatch = units_mismatch(gold, candidate)
-    if mismatch is not None:
+    layers_ok = required_layers_present(candidate, spec.required_layers)
+    text_ok = required_text_present(candidate, spec.required_text)
+
+    def report(score: float, passed: bool, **rest: Any) -> ScoreReport:
         return ScoreReport(
             task_id=spec.task_id,
             evaluator_version=evaluator_version,
             schema_version=spec.schema_version,
             valid=True,
-            reason=mismatch,
-            score=0.0,
-            passed=False,
+            score=score,
+            passed=passed,
             pass_threshold=spec.pass_threshold,
             position=spec.position,
-            required_layers=required_layers_present(candidate, spec.required_layers),
-            required_text=required_text_present(candidate, spec.required_text),
+            required_layers=layers_ok,
+            required_text=text_ok,
             gold_sha256=gold.source.sha256,
             candidate_sha256=candidate.source.sha256,
+            **rest,
         )
+
+    mismatch = units_mismatch(gold, candidate)
+    if mismatch is not None:
+        return report(0.0, False, reason=mismatch)
     errs = _errors(spec.tolerance)
     g = _side(gold, spec)
     c = _side(candidate, spec)
@@ -1214,23 +1220,6 @@ def score_drawing(
         )
         for name, comp in ev.components.items()
     }
-    layers_ok = required_layers_present(candidate, spec.required_layers)
-    text_ok = required_text_present(candidate, spec.required_text)
     total = _r(min(1.0, max(0.0, ev.total)))
     passed = total >= spec.pass_threshold and all(layers_ok.values()) and all(text_ok.values())
-    return ScoreReport(
-        task_id=spec.task_id,
-        evaluator_version=evaluator_version,
-        schema_version=spec.schema_version,
-        valid=True,
-        score=total,
-        passed=passed,
-        pass_threshold=spec.pass_threshold,
-        position=spec.position,
-        translation=(_r(translation[0]), _r(translation[1])),
-        components=components,
-        required_layers=layers_ok,
-        required_text=text_ok,
-        gold_sha256=gold.source.sha256,
-        candidate_sha256=candidate.source.sha256,
-    )
+    return report(total, passed, translation=(_r(translation[0]), _r(translation[1])), components=components)
