@@ -22,8 +22,9 @@ from autocad_bench_evaluator.metadata import DrawingMetadata, read_drawing
 from autocad_bench_evaluator.scoring import score_drawing
 from autocad_bench_evaluator.spec import ScoringSpec
 from autocad_bench_evaluator.suite import build, registry
-from autocad_bench_evaluator.suite.definitions import TIERS
+from autocad_bench_evaluator.suite.definitions import SKILLS, TIERS
 from autocad_bench_evaluator.suite.drawing import document_bytes
+from autocad_bench_evaluator.suite.families import families
 from autocad_bench_evaluator.suite.librecad import check_jsonl
 from PIL import Image
 
@@ -44,15 +45,26 @@ def _gold(task_id: str, tmp_path: Path) -> DrawingMetadata:
     return result
 
 
-def test_suite_size_and_tiers() -> None:
-    assert len(ALL) >= 24
+def test_suite_size_skills_and_tiers() -> None:
+    assert len(ALL) >= 300
     assert len(set(ALL)) == len(ALL)
-    tiers = {registry.definition(t).tier for t in ALL}
-    assert tiers == set(TIERS)
-    for tier in TIERS:
+    assert len(families()) >= 40
+    assert len({registry.definition(t).family for t in ALL}) == len(families())
+    assert len(LIBRECAD) >= 250
+    for skill in SKILLS:
+        in_skill = {f.family_id for f in families() if f.skill == skill}
+        assert len(in_skill) >= 4, skill
+        assert len(registry.list_tasks(tier=skill)) >= 4, skill
+    for tier in TIERS:  # the original tiers keep their tasks (old results stay comparable)
         assert len(registry.list_tasks(tier=tier)) >= 4, tier
-    assert len(LIBRECAD) >= 20
+    assert len(registry.resolve_suite("original")) == 27
     assert set(registry.list_tasks(app="autocad")) == set(ALL)
+    levels = {registry.definition(t).difficulty for t in ALL}
+    assert levels == {"easy", "medium", "hard"}
+    dev = registry.resolve_suite("dev")
+    assert 0.15 <= len(dev) / len(ALL) <= 0.35
+    assert set(dev).isdisjoint(registry.resolve_suite("test"))
+    assert sorted(dev + registry.resolve_suite("test")) == sorted(ALL)
 
 
 def test_task_folders_are_exactly_the_defined_tasks() -> None:
@@ -65,7 +77,16 @@ def test_task_folder_is_a_valid_core_task(task_id: str) -> None:
     task = load_task(registry.TASKS_DIR, task_id)  # the harness's own checks
     spec = task.spec
     assert spec.units == "millimeters"
-    assert spec.tier in TIERS
+    definition = registry.definition(task_id)
+    assert spec.tier in (*TIERS, *SKILLS)
+    assert (spec.skill, spec.family, spec.family_version, spec.seed, spec.split, spec.difficulty) == (
+        definition.skill,
+        definition.family,
+        definition.family_version,
+        definition.seed,
+        definition.split,
+        definition.difficulty,
+    )
     assert set(spec.apps) <= {"librecad", "autocad"} and spec.apps
     assert spec.prompt.endswith("finish with the done action.")
     raw = json.loads((task.directory / "task.json").read_text())
@@ -75,7 +96,9 @@ def test_task_folder_is_a_valid_core_task(task_id: str) -> None:
     assert task.reference_path.read_bytes().startswith(PNG_SIGNATURE)
     template = ezdxf.readfile(task.template_path)
     assert template.header["$INSUNITS"] == 4  # millimetres
-    assert len(template.modelspace()) == 0  # the no-op attempt must score 0
+    # the no-op attempt must score 0: an empty template, or an edit task's drawing whose own
+    # score is the spec's baseline
+    assert (len(template.modelspace()) > 0) == (definition.skill == "edit")
 
 
 @pytest.mark.parametrize("task_id", ALL)
@@ -141,6 +164,17 @@ def test_gold_scores_one_and_the_template_zero(task_id: str, tmp_path: Path) -> 
     assert perfect.score == 1.0 and perfect.passed
     empty = score_drawing(gold, template, task.scoring, "test")
     assert empty.score == 0.0 and not empty.passed
+    definition = registry.definition(task_id)
+    if definition.perturbed_gold is not None:  # the generated perturbation lands strictly between
+        doc = registry.template_document(task_id)
+        doc.modelspace().delete_all_entities()
+        definition.perturbed_gold(doc)
+        path = tmp_path / "perturbed.dxf"
+        path.write_bytes(document_bytes(doc))
+        wrong = read_drawing(path, task.scoring.schema_version)
+        assert isinstance(wrong, DrawingMetadata)
+        report = score_drawing(gold, wrong, task.scoring, "test")
+        assert 0.0 < report.score < 1.0 and not report.passed, (definition.perturbation, report.score)
 
 
 @pytest.mark.parametrize("task_id", LIBRECAD)

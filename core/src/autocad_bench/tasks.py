@@ -31,6 +31,23 @@ class TaskSpec(StrictModel):
     apps: tuple[str, ...] = ("librecad",)
     template: str = "template.dxf"
     reference: str = "reference.png"
+    skill: str | None = Field(default=None, description="draft, edit, reproduce, annotate or solid")
+    family: str | None = Field(default=None, description="the task family that generated this instance")
+    family_version: int | None = Field(default=None, ge=1, description="version of the family's generator")
+    seed: int | None = Field(default=None, ge=0, description="generation seed (None for fixed instances)")
+    difficulty: str | None = Field(default=None, description="easy, medium or hard (from the reference solution)")
+    split: str | None = Field(default=None, description="dev or test")
+
+    def provenance(self) -> dict[str, str | int | None]:
+        """Where this instance comes from: recorded with every result so runs stay comparable."""
+        return {
+            "skill": self.skill,
+            "family": self.family,
+            "family_version": self.family_version,
+            "seed": self.seed,
+            "difficulty": self.difficulty,
+            "split": self.split,
+        }
 
 
 @dataclass(frozen=True, slots=True)

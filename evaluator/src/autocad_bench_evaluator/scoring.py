@@ -7,25 +7,67 @@ drawing. The same inputs always give byte-identical :meth:`ScoreReport.to_json_b
 
 How it works:
 
-1. Both drawings are reduced to scoreable items of the model space (entities on
-   ``spec.ignore_layers`` left out): straight segments (LINEs and straight polyline
-   segments), circular arcs (ARCs and bulged polyline segments), circles, points, curves
-   (ellipses and splines, sampled), hatches, block references, texts and dimensions; plus
-   closed profiles, circle groups, characteristic sizes and the 3D extents. Block references
-   count as a reference *and* contribute their exploded contents, so a rectangle drawn as four
-   LINEs or as one closed polyline scores the same geometry.
+1. Both drawings are reduced to scoreable items of the model space (entities on off or frozen
+   layers, and POINTs on ``spec.ignore_layers``, left out): straight segments (LINEs and
+   straight polyline segments), circular arcs (ARCs and bulged polyline segments), circles,
+   points, curves (ellipses and splines, sampled), hatches, block references, texts and
+   dimensions; plus closed profiles, circle groups, characteristic sizes, the layers that
+   carry items with their table properties, and the 3D extents. Block references count as a
+   reference *and* contribute their exploded contents, so a rectangle drawn as four LINEs or as
+   one closed polyline scores the same geometry.
 2. Position ``"free"``: candidate-to-gold translations are proposed by voting over pairs of
    same-kind anchor points (plus extents alignment), each proposal is scored, the best is
    refined by the least-squares translation of its matched pairs. Translating the candidate
-   therefore does not change the score. ``"fixed"`` uses no translation.
+   therefore does not change the score. ``"fixed"`` uses no translation: moving the drawing by
+   more than the tolerance fails.
 3. Each kind is matched one-to-one by an optimal assignment
    (``scipy.optimize.linear_sum_assignment``) maximising the summed credit. A pair's normalised
-   error ``e`` is its worst deviation divided by its tolerance; credit is 1 for ``e <= 1``,
-   falls linearly to 0 at ``e = 2``. A component's score is the Dice/F1 measure
-   ``2 * credit / (gold items + candidate items)``: missing and extra items both cost.
+   error ``e`` is its worst deviation divided by that quantity's tolerance; credit is 1 for
+   ``e <= 1`` and falls linearly to 0 at ``e = 1 + CREDIT_FALLOFF`` (1.5). A component's score
+   is the Dice/F1 measure ``2 * credit / (gold items + candidate items)``: missing and extra
+   items both cost.
 4. Component scores are combined with the spec's weights over the *applicable* components
-   (a component is not applicable when neither drawing has anything it measures); the total
-   passes at ``spec.pass_threshold`` when required layers and texts are present.
+   (a component is not applicable when neither drawing has anything it measures). Then every
+   *defect* costs on top (:func:`_penalised`): the defects of a component are
+   ``gold + candidate - 2 * credit`` summed over its parts (a missing or extra item is one, a
+   wrong item two, partial credit a fraction), and the total is the weighted mean times
+   ``1 - DEFECT_COST * min(1, defects)``. One whole defect anywhere therefore caps the total at
+   0.9 of the weighted mean, clearly below a 0.95 threshold, however large the drawing; a
+   drawing without defects (the gold) keeps its weighted mean, exactly 1.0. Edit tasks then
+   rescale ``(raw - baseline) / (1 - baseline)``. The total passes at ``spec.pass_threshold``
+   when required layers and texts are present.
+
+What is compared, and within which tolerance. ``tol`` is ``spec.tolerance.geometric``, an
+absolute distance in drawing units that applies to positions and sizes alike, whatever the
+size (``tolerance.relative_size`` is ignored):
+
+* segments: both end points within ``tol``; arcs: centre, radius and both end points;
+  circles: centre and radius; points: location; curves: Hausdorff distance of the samples.
+* hatches: area centroid within ``tol``, area within about ``4 * tol * sqrt(area)`` (a
+  boundary within ``tol``), and the fill: solid fill versus pattern, and the pattern name. A
+  hatch with the wrong fill is half a match (one defect); an extra hatch is an extra item.
+* block references: block name, insertion point within ``tol``, scale factors within
+  :data:`SCALE_TOLERANCE`, rotation within :data:`ANGLE_TOLERANCE_DEG`.
+* texts (``text``): content (case and whitespace folded; a different text earns half its
+  difflib ratio), insertion point within ``tol``, height within ``min(tol, 10% of the gold
+  height)``, rotation within :data:`ANGLE_TOLERANCE_DEG`. The right words placed, sized or
+  turned wrong are half a match.
+* ``dimensions``: DIMENSION measurements (lengths within ``tol``, angles within
+  :data:`ANGLE_TOLERANCE_DEG`) of the same family (length, diameter, angle) with the measured
+  points within ``tol`` (the right value on the wrong feature is half a match); plus the
+  multisets of segment lengths, circle and arc radii and the drawing's width and height, each
+  within ``tol``.
+* ``topology``: closed profiles (closed polylines and curves, closed chains of lines and arcs):
+  centroid and perimeter within ``tol``, area within ``tol * perimeter``; circle groups of one
+  radius: their counts and centre spacings (within ``tol``), translation- and rotation-free.
+* ``layers``: the names of layers that carry items (Dice), the layer of every matched item,
+  and the table properties of the gold's layers that carry items: every such layer's colour
+  when some has a colour other than 7, and its linetype when some has one other than
+  Continuous (a property left at its default on every gold layer was not asked for); a
+  property the candidate's same-named layer lacks or has otherwise is a defect.
+* ``extents3d`` (schema 4): the physical 3D box's sizes within ``tol``, its minimum corner
+  within ``tol`` when the position is fixed, and the volume within ``tol`` times half the
+  box's surface.
 
 Nothing here raises for odd geometry: degenerate items are skipped. A spec whose
 ``task_id`` differs from the caller's is the caller's business.
@@ -84,8 +126,19 @@ Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 COMPONENTS: tuple[str, ...] = ("entities", "dimensions", "layers", "topology", "text", "extents3d")
 ROUND_DIGITS = 6
-ANGLE_TOLERANCE_DEG = 1.0
-"""Block-reference rotation tolerance (degrees)."""
+ANGLE_TOLERANCE_DEG = 0.5
+"""Tolerance of every angle (degrees): block-reference and text rotation, angular dimensions."""
+SCALE_TOLERANCE = 1e-3
+"""Tolerance of a block reference's scale factors (unitless)."""
+TEXT_HEIGHT_FRACTION = 0.1
+"""A text height agrees within ``min(tolerance.geometric, TEXT_HEIGHT_FRACTION * gold height)``."""
+CREDIT_FALLOFF = 0.5
+"""Credit falls from 1 at a normalised error of 1 to 0 at ``1 + CREDIT_FALLOFF``."""
+DEFECT_COST = 0.1
+"""Share of the total that one whole defect (a missing, extra or wrong item) costs on top of the
+component scores; see :func:`_penalised`."""
+DEFAULT_LAYER_COLOUR = 7
+DEFAULT_LINETYPE = "continuous"
 _PRUNE_PRODUCT = 250_000
 _PRUNE_K = 8
 _VOTE_CAP = 400
@@ -130,6 +183,14 @@ class ScoreReport(StrictModel):
     reason: str = ""
     invalid_class: InvalidClass | None = None
     score: float = Field(ge=0.0, le=1.0)
+    raw_score: float | None = Field(
+        default=None, description="the weighted total before the edit-task rescaling (None when no baseline)"
+    )
+    defects: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="whole items missing, extra or wrong over the weighted components (each costs 10%, at most one)",
+    )
     passed: bool
     pass_threshold: float
     position: Literal["fixed", "free"]
@@ -263,6 +324,7 @@ class _Side:
     layers: set[str]
     physical: Physical3D | None
     geometry_extents: tuple[Point, Point] | None
+    layer_props: dict[str, tuple[int, str]] = field(default_factory=dict)  # colour, linetype
 
     def shifted(self, dx: float, dy: float) -> _Side:
         if dx == 0.0 and dy == 0.0:
@@ -373,7 +435,7 @@ class _Builder:
         if isinstance(e, TextEntity):
             content = normalize_text(e.content)
             if content:
-                self.texts.append(([e.insert[0], e.insert[1]], [e.height], layer, content))
+                self.texts.append(([e.insert[0], e.insert[1]], [e.height, e.rotation % 360.0], layer, content))
                 self.layers.add(layer)
             return
         before = sum(len(v) for v in self.rows.values()) + len(self.profiles)
@@ -408,7 +470,9 @@ class _Builder:
                 cx, cy = e.boundaries[0][0]
             else:
                 return
-            self.rows["hatch"].append(([cx, cy], [area], layer, e.pattern.casefold()))
+            pattern = e.pattern.strip().casefold()
+            label = "solid" if e.solid or pattern == "solid" else f"pattern:{pattern}"
+            self.rows["hatch"].append(([cx, cy], [area], layer, label))
         if sum(len(v) for v in self.rows.values()) + len(self.profiles) > before:
             self.layers.add(layer)
 
@@ -440,8 +504,17 @@ class _Builder:
             return
         px = sum(p[0] for p in points) / len(points)
         py = sum(p[1] for p in points) / len(points)
+        # Where the dimension line runs (prompts state it: "dimension line at y = 20"): for linear
+        # and aligned dimensions the first definition point lies on it, level with the second
+        # extension line's origin, so their difference is the line's normal.
+        line, normal = e.defpoints[0] if e.defpoints else (px, py), (0.0, 0.0)
+        if e.dimtype in ("linear", "aligned") and len(e.defpoints) >= 3:
+            nx, ny = line[0] - e.defpoints[2][0], line[1] - e.defpoints[2][1]
+            length = math.hypot(nx, ny)
+            if length > 1e-9:
+                normal = (nx / length, ny / length)
         layer = _norm_layer(e.layer)
-        self.dims.append(([px, py], [value], layer, family))
+        self.dims.append(([px, py, line[0], line[1]], [value, normal[0], normal[1]], layer, family))
         self.layers.add(layer)
 
     # closed chains ---------------------------------------------------------------------
@@ -591,14 +664,17 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
     }
     return _Side(
         kinds=kinds,
-        texts=_kind(builder.texts, 2, 1),
-        dims=_kind(builder.dims, 2, 1),
+        texts=_kind(builder.texts, 2, 2),
+        dims=_kind(builder.dims, 4, 3),
         profiles=_kind(builder.profiles, 2, 2),
         circles_for_holes=holes,
         sizes=sizes,
         layers=builder.layers,
         physical=metadata.physical_3d,
         geometry_extents=box,
+        layer_props={
+            _norm_layer(layer.name): (abs(layer.color), layer.linetype.strip().casefold()) for layer in metadata.layers
+        },
     )
 
 
@@ -606,7 +682,8 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
 
 
 def _credit(err: Array) -> Array:
-    return np.clip(2.0 - err, 0.0, 1.0)
+    """Credit of normalised errors: 1 within tolerance, 0 beyond ``1 + CREDIT_FALLOFF``."""
+    return np.clip((1.0 + CREDIT_FALLOFF - err) / CREDIT_FALLOFF, 0.0, 1.0)
 
 
 @dataclass
@@ -663,7 +740,9 @@ def _dist(a: Array, b: Array) -> Array:
 
 
 def _size_tol(tol: Tolerance, values: Array) -> Array:
-    return np.maximum(tol.geometric, tol.relative_size * np.abs(values))
+    """The tolerance of each size in ``values``: absolute, ``tol.geometric`` whatever the size
+    (``tol.relative_size`` is ignored, see :class:`~autocad_bench_evaluator.spec.Tolerance`)."""
+    return np.full(np.shape(values), tol.geometric, dtype=float)
 
 
 def _errors(tol: Tolerance) -> dict[str, ErrFn]:
@@ -703,7 +782,7 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
         err = np.full((len(gi), len(ci)), 10.0)
         for a, i in enumerate(gi):
             gc = g.curves[int(i)]
-            t = max(geo, tol.relative_size * float(g.size[int(i), 0]))
+            t = geo
             for b, j in enumerate(ci):
                 cc = c.curves[int(j)]
                 if float(np.hypot(*(gc.mean(axis=0) - cc.mean(axis=0)))) > 4 * t + float(g.size[int(i), 0]):
@@ -715,8 +794,8 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
     def hatch(g: _Kind, c: _Kind, gi: Index, ci: Index) -> tuple[Array, Array]:
         ga = g.size[gi, 0][:, None]
         ca = c.size[ci, 0][None, :]
-        area_tol = np.maximum(geo * np.sqrt(np.maximum(ga, 0.0)) * 4.0, tol.relative_size * ga)
-        area_tol = np.maximum(area_tol, 1e-9)
+        # a boundary within ``geo`` of the gold changes the area by about perimeter * geo
+        area_tol = np.maximum(geo * np.sqrt(np.maximum(ga, 0.0)) * 4.0, 1e-9)
         err = np.maximum(_dist(g.pos[gi], c.pos[ci]) / geo, np.abs(ga - ca) / area_tol)
         gl = np.asarray(g.labels, dtype=object)[gi]
         cl = np.asarray(c.labels, dtype=object)[ci]
@@ -726,7 +805,7 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
     def insert(g: _Kind, c: _Kind, gi: Index, ci: Index) -> tuple[Array, Array]:
         d = _dist(g.pos[gi], c.pos[ci]) / geo
         gs, cs = g.size[gi], c.size[ci]
-        stol = np.maximum(tol.relative_size * np.abs(gs[:, 0:2]), 1e-3)
+        stol = np.full(gs[:, 0:2].shape, SCALE_TOLERANCE)
         ds = np.maximum(
             np.abs(gs[:, 0][:, None] - cs[:, 0][None, :]) / stol[:, 0][:, None],
             np.abs(gs[:, 1][:, None] - cs[:, 1][None, :]) / stol[:, 1][:, None],
@@ -771,6 +850,14 @@ class _Component:
     candidate: int = 0
     matched: float = 0.0
     details: dict[str, float | int | str] = field(default_factory=dict)
+    defects: float = 0.0
+    """Whole items missing, extra or wrong: ``gold + candidate - 2 * credit`` summed over parts."""
+
+
+def _defects(credit: float, n_gold: int, n_cand: int) -> float:
+    """Missing plus extra items of a one-to-one matching (a wrong item counts twice, partial
+    credit fractionally): 0 exactly when every item on both sides matched in full."""
+    return max(0.0, n_gold + n_cand - 2.0 * credit)
 
 
 @dataclass
@@ -778,6 +865,19 @@ class _Evaluation:
     components: dict[str, _Component]
     total: float
     anchor_pairs: list[tuple[Point, Point, float]]
+    defects: float = 0.0
+
+
+def _penalised(weighted: float, defects: float) -> float:
+    """The weighted component mean less ``DEFECT_COST`` of it per whole defect, at most one.
+
+    The components measure *how much* of the drawing is right; a drawing with a single missing,
+    extra or wrong item is still not what was asked, however large the rest. So any one whole
+    defect caps the total at ``1 - DEFECT_COST`` (0.9) of the weighted mean: below the pass
+    threshold by a clear margin, while a drawing with no defect keeps its weighted mean (1.0 for
+    the gold). Partial credit (an item a little beyond tolerance) costs fractionally.
+    """
+    return weighted * (1.0 - DEFECT_COST * min(1.0, max(0.0, defects)))
 
 
 def _entities(g: _Side, c: _Side, errs: dict[str, ErrFn]) -> tuple[_Component, list[tuple[str, _Match]]]:
@@ -797,7 +897,10 @@ def _entities(g: _Side, c: _Side, errs: dict[str, ErrFn]) -> tuple[_Component, l
         details[f"{name}.gold"] = gk.n
         details[f"{name}.candidate"] = ck.n
         details[f"{name}.matched"] = _r(match.credit)
-    return _Component(_dice(credit, n_g, n_c), n_g + n_c > 0, n_g, n_c, credit, details), matches
+    return (
+        _Component(_dice(credit, n_g, n_c), n_g + n_c > 0, n_g, n_c, credit, details, _defects(credit, n_g, n_c)),
+        matches,
+    )
 
 
 def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
@@ -805,19 +908,41 @@ def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
     if gt.n == 0 and ct.n == 0:
         return _Component(1.0, False), _Match()
     if gt.n == 0 or ct.n == 0:
-        return _Component(0.0, True, gt.n, ct.n), _Match()
+        return _Component(0.0, True, gt.n, ct.n, defects=float(gt.n + ct.n)), _Match()
     ci = _prune(gt, ct)
     gi = np.arange(gt.n)
     content = np.zeros((gt.n, len(ci)))
     for i, gl in enumerate(gt.labels):
         for b, j in enumerate(ci):
             content[i, b] = _text_similarity(gl, ct.labels[int(j)])
-    pos_tol = np.maximum(tol.geometric, 2.0 * gt.size[:, 0])[:, None]
-    err = _dist(gt.pos, ct.pos[ci]) / pos_tol
+    gh, gr = gt.size[:, 0], gt.size[:, 1]
+    ch, cr = ct.size[ci, 0], ct.size[ci, 1]
+    pos_err = _dist(gt.pos, ct.pos[ci]) / tol.geometric
+    height_tol = np.maximum(np.minimum(tol.geometric, TEXT_HEIGHT_FRACTION * np.abs(gh)), 1e-9)[:, None]
+    height_err = np.abs(gh[:, None] - ch[None, :]) / height_tol
+    turn = np.abs(gr[:, None] - cr[None, :]) % 360.0
+    rot_err = np.minimum(turn, 360.0 - turn) / ANGLE_TOLERANCE_DEG
+    err = np.maximum(np.maximum(pos_err, height_err), rot_err)
+    # the right words in the wrong place, size or direction are half a text
     credit = content * (0.5 + 0.5 * _credit(err))
     match = _assign(credit, err, _layer_diff(gt, ct, gi, ci))
-    match.pairs = [(r, int(ci[col]), cr) for r, col, cr in match.pairs]
-    return _Component(_dice(match.credit, gt.n, ct.n), True, gt.n, ct.n, match.credit), match
+    details: dict[str, float | int | str] = {}
+    if match.pairs:
+        placed = _credit(np.asarray([err[r, col] for r, col, _ in match.pairs]))
+        details["placement.score"] = _r(float(placed.mean()))
+    match.pairs = [(r, int(ci[col]), c) for r, col, c in match.pairs]
+    return (
+        _Component(
+            _dice(match.credit, gt.n, ct.n),
+            True,
+            gt.n,
+            ct.n,
+            match.credit,
+            details,
+            defects=_defects(match.credit, gt.n, ct.n),
+        ),
+        match,
+    )
 
 
 @functools.lru_cache(maxsize=65536)
@@ -836,17 +961,22 @@ def _dimensions(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]
     match = _Match()
     n_g = n_c = 0
     matched = 0.0
+    defects = 0.0
     if gd.n or cd.n:
         if gd.n and cd.n:
             gv, cv = gd.size[:, 0], cd.size[:, 0]
-            t = _size_tol(tol, gv)[:, None]
             gl = np.asarray(gd.labels, dtype=object)
             cl = np.asarray(cd.labels, dtype=object)
+            t = np.where(gl == "angle", ANGLE_TOLERANCE_DEG, tol.geometric)[:, None]
             same = (gl[:, None] == cl[None, :]).astype(float)
             size_err = np.abs(gv[:, None] - cv[None, :]) / t
-            pos_tol = np.maximum(tol.geometric, 0.1 * np.abs(gv))[:, None]
-            pos_err = _dist(gd.pos, cd.pos) / pos_tol
-            credit = _credit(size_err) * same * (0.75 + 0.25 * _credit(pos_err))
+            pos_err = _dist(gd.pos[:, 0:2], cd.pos[:, 0:2]) / tol.geometric
+            # the offset between the two dimension lines, along the gold line's normal
+            gn = gd.size[:, 1:3]
+            gap = (gd.pos[:, None, 2:4] - cd.pos[None, :, 2:4]) * gn[:, None, :]
+            pos_err = np.maximum(pos_err, np.abs(gap.sum(axis=2)) / tol.geometric)
+            # the right measurement of the wrong feature is half a dimension
+            credit = _credit(size_err) * same * (0.5 + 0.5 * _credit(pos_err))
             gi, ci = np.arange(gd.n), np.arange(cd.n)
             match = _assign(credit, size_err, _layer_diff(gd, cd, gi, ci))
         part = _dice(match.credit, gd.n, cd.n)
@@ -857,6 +987,7 @@ def _dimensions(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]
         n_g += gd.n
         n_c += cd.n
         matched += match.credit
+        defects += _defects(match.credit, gd.n, cd.n)
     size_credit = 0.0
     size_g = size_c = 0
     for name in ("length", "radius", "extent"):
@@ -875,9 +1006,10 @@ def _dimensions(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]
         details["sizes.score"] = _r(part)
         details["sizes.gold"] = size_g
         details["sizes.candidate"] = size_c
+        defects += _defects(size_credit, size_g, size_c)
     if not parts:
         return _Component(1.0, False), match
-    return _Component(sum(parts) / len(parts), True, n_g, n_c, matched, details), match
+    return _Component(sum(parts) / len(parts), True, n_g, n_c, matched, details, defects), match
 
 
 def _prune_1d(gold: Array, cand: Array) -> Index:
@@ -896,17 +1028,19 @@ def _prune_1d(gold: Array, cand: Array) -> Index:
 def _topology(g: _Side, c: _Side, tol: Tolerance) -> _Component:
     parts: list[float] = []
     details: dict[str, float | int | str] = {}
+    defects = 0.0
     gp, cp = g.profiles, c.profiles
     if gp.n or cp.n:
         credit = 0.0
         if gp.n and cp.n:
             area_g, per_g = gp.size[:, 0], gp.size[:, 1]
             area_c, per_c = cp.size[:, 0], cp.size[:, 1]
-            area_tol = np.maximum(tol.geometric * per_g, tol.relative_size * area_g)[:, None]
+            # a boundary within ``geometric`` of the gold's: area within perimeter * geometric
+            area_tol = np.maximum(tol.geometric * per_g, 1e-9)[:, None]
             per_tol = _size_tol(tol, per_g)[:, None]
             err = np.maximum(
                 np.maximum(
-                    _dist(gp.pos, cp.pos) / _size_tol(tol, per_g / 4.0)[:, None],
+                    _dist(gp.pos, cp.pos) / tol.geometric,
                     np.abs(area_g[:, None] - area_c[None, :]) / area_tol,
                 ),
                 np.abs(per_g[:, None] - per_c[None, :]) / per_tol,
@@ -914,29 +1048,31 @@ def _topology(g: _Side, c: _Side, tol: Tolerance) -> _Component:
             credit = _assign(_credit(err), err).credit
         part = _dice(credit, gp.n, cp.n)
         parts.append(part)
+        defects += _defects(credit, gp.n, cp.n)
         details.update({"profiles.score": _r(part), "profiles.gold": gp.n, "profiles.candidate": cp.n})
     gh, ch = g.circles_for_holes, c.circles_for_holes
     if len(gh) or len(ch):
-        part, hole_details = _hole_patterns(gh, ch, tol)
+        part, hole_details, hole_defects = _hole_patterns(gh, ch, tol)
         parts.append(part)
+        defects += hole_defects
         details.update(hole_details)
     if not parts:
         return _Component(1.0, False)
-    return _Component(sum(parts) / len(parts), True, gp.n + len(gh), cp.n + len(ch), details=details)
+    return _Component(sum(parts) / len(parts), True, gp.n + len(gh), cp.n + len(ch), details=details, defects=defects)
 
 
 def _radius_classes(radii: Array, tol: Tolerance) -> list[tuple[float, float]]:
     """Disjoint radius intervals, each a chain of radii within tolerance of each other."""
     classes: list[tuple[float, float]] = []
     for r in sorted(float(x) for x in radii):
-        if classes and r - classes[-1][1] <= max(tol.geometric * 0.5, tol.relative_size * r):
+        if classes and r - classes[-1][1] <= tol.geometric * 0.5:
             classes[-1] = (classes[-1][0], r)
         else:
             classes.append((r, r))
     return classes
 
 
-def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[str, float | int | str]]:
+def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[str, float | int | str], float]:
     """Circle groups of equal radius: counts per group and the multiset of centre spacings.
 
     Both are translation- and rotation-invariant, so a hole pattern drawn in the right shape
@@ -958,6 +1094,7 @@ def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[st
             err = np.abs(dg[:, None] - dc[cidx][None, :]) / _size_tol(tol, dg)[:, None]
             spacing_credit += _assign(_credit(err), err).credit
     counts = _dice(count_credit, len(gh), len(ch))
+    defects = _defects(count_credit, len(gh), len(ch))
     parts = [counts]
     details: dict[str, float | int | str] = {
         "holes.gold": len(gh),
@@ -967,8 +1104,9 @@ def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[st
     if spacing_g + spacing_c:
         spacing = _dice(spacing_credit, spacing_g, spacing_c)
         parts.append(spacing)
+        defects += _defects(spacing_credit, spacing_g, spacing_c)
         details["holes.spacing"] = _r(spacing)
-    return sum(parts) / len(parts), details
+    return sum(parts) / len(parts), details, defects
 
 
 def _first_holes(circles: Array) -> Array:
@@ -990,10 +1128,13 @@ def _spacings(circles: Array) -> Array:
 
 
 def _layers(g: _Side, c: _Side, matched: list[tuple[str, _Kind, _Kind, _Match]]) -> _Component:
+    """Layer names that carry items, the layer of each matched item, and the stated properties
+    (colour, linetype) of the gold's layers that carry items."""
     if not g.layers and not c.layers:
         return _Component(1.0, False)
     shared = len(g.layers & c.layers)
     names = _dice(float(shared), len(g.layers), len(c.layers))
+    defects = _defects(float(shared), len(g.layers), len(c.layers))
     agree = total = 0.0
     for _, gk, ck, match in matched:
         for gi, ci, credit in match.pairs:
@@ -1001,42 +1142,72 @@ def _layers(g: _Side, c: _Side, matched: list[tuple[str, _Kind, _Kind, _Match]])
             if gk.layers[gi] == ck.layers[ci]:
                 agree += credit
     details: dict[str, float | int | str] = {"names.score": _r(names)}
+    parts = [names]
     if total > 0:
         assignment = agree / total
         details["assignment.score"] = _r(assignment)
-        score = (names + assignment) / 2
-    else:
-        score = names
-    return _Component(score, True, len(g.layers), len(c.layers), float(shared), details)
+        parts.append(assignment)
+        defects += total - agree
+    checked, right = _layer_properties(g, c)
+    if checked:
+        properties = right / checked
+        details["properties.score"] = _r(properties)
+        details["properties.checked"] = checked
+        parts.append(properties)
+        defects += checked - right
+    score = sum(parts) / len(parts)
+    return _Component(score, True, len(g.layers), len(c.layers), float(shared), details, defects)
+
+
+def _layer_properties(g: _Side, c: _Side) -> tuple[int, int]:
+    """(checked, agreeing) layer properties: the colour of every gold layer that carries items
+    when some such layer has a colour other than 7, likewise the linetype when some has one other
+    than Continuous (a property the gold leaves at its default everywhere was not asked for).
+    A layer the candidate lacks agrees on nothing."""
+    used = sorted(name for name in g.layers if name in g.layer_props)
+    checked = right = 0
+    for index, default in ((0, DEFAULT_LAYER_COLOUR), (1, DEFAULT_LINETYPE)):
+        if not any(g.layer_props[name][index] != default for name in used):
+            continue
+        for name in used:
+            checked += 1
+            theirs = c.layer_props.get(name)
+            if theirs is not None and theirs[index] == g.layer_props[name][index]:
+                right += 1
+    return checked, right
 
 
 def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
     gp, cp = g.physical, c.physical
     if gp is None or cp is None:
-        return _Component(0.0, True, details={"reason": "schema v4 metadata missing"})
+        return _Component(0.0, True, details={"reason": "schema v4 metadata missing"}, defects=1.0)
     if gp.status == "none":
-        return _Component(1.0 if cp.status == "none" else 0.0, True, 0, cp.bodies)
+        none = cp.status == "none"
+        return _Component(1.0 if none else 0.0, True, 0, cp.bodies, defects=0.0 if none else 1.0)
     if cp.status != "measured" or cp.extents is None or gp.extents is None:
         reason = "candidate has no 3D body" if cp.status == "none" else f"candidate 3D extents unknown: {cp.reason}"
-        return _Component(0.0, True, gp.bodies, cp.bodies, details={"reason": reason[:300]})
+        return _Component(0.0, True, gp.bodies, cp.bodies, details={"reason": reason[:300]}, defects=1.0)
     gs, cs = gp.extents.size, cp.extents.size
-    parts = [
-        float(_credit(np.asarray([abs(a - b) / max(tol.geometric, tol.relative_size * abs(a))]))[0])
-        for a, b in zip(gs, cs, strict=True)
-    ]
+    parts = [float(_credit(np.asarray([abs(a - b) / tol.geometric]))[0]) for a, b in zip(gs, cs, strict=True)]
+    defects = sum(1.0 - p for p in parts)
     details: dict[str, float | int | str] = {"size.score": _r(sum(parts) / 3)}
     scores = [sum(parts) / 3]
     if position == "fixed":
         d = math.dist(gp.extents.min, cp.extents.min)
         pos = float(_credit(np.asarray([d / tol.geometric]))[0])
         scores.append(pos)
+        defects += 1.0 - pos
         details["position.score"] = _r(pos)
     if gp.volume is not None and cp.volume is not None and gp.volume > 0:
-        vol_tol = max(tol.geometric**3, tol.relative_size * gp.volume)
+        # faces within ``geometric`` of the gold's: the volume within about half the gold box's
+        # surface times ``geometric``
+        a, b, h = gs
+        vol_tol = max(tol.geometric * (a * b + b * h + h * a), tol.geometric**3)
         vol = float(_credit(np.asarray([abs(gp.volume - cp.volume) / vol_tol]))[0])
         scores.append(vol)
+        defects += 1.0 - vol
         details["volume.score"] = _r(vol)
-    return _Component(sum(scores) / len(scores), True, gp.bodies, cp.bodies, details=details)
+    return _Component(sum(scores) / len(scores), True, gp.bodies, cp.bodies, details=details, defects=defects)
 
 
 def _evaluate(g: _Side, c: _Side, spec: ScoringSpec, errs: dict[str, ErrFn]) -> _Evaluation:
@@ -1056,19 +1227,20 @@ def _evaluate(g: _Side, c: _Side, spec: ScoringSpec, errs: dict[str, ErrFn]) -> 
         "text": texts,
         "extents3d": _extents3d(g, c, tol, spec.position) if weights["extents3d"] > 0 else _Component(1.0, False),
     }
-    num = den = 0.0
+    num = den = defects = 0.0
     for name, comp in components.items():
         w = weights[name]
         if w > 0 and comp.applicable:
             num += w * comp.score
             den += w
-    total = num / den if den > 0 else 1.0
+            defects += comp.defects
+    total = _penalised(num / den if den > 0 else 1.0, defects)
     pairs: list[tuple[Point, Point, float]] = []
     for _, gk, ck, m in matched:
         ga, ca = gk.anchors(), ck.anchors()
         for gi, ci, credit in m.pairs:
             pairs.append(((float(ga[gi, 0]), float(ga[gi, 1])), (float(ca[ci, 0]), float(ca[ci, 1])), credit))
-    return _Evaluation(components, total, pairs)
+    return _Evaluation(components, total, pairs, defects)
 
 
 # --- translation --------------------------------------------------------------------------
@@ -1216,10 +1388,28 @@ def score_drawing(
             gold=comp.gold,
             candidate=comp.candidate,
             matched=_r(comp.matched),
-            details={k: (_r(v) if isinstance(v, float) else v) for k, v in sorted(comp.details.items())},
+            details={
+                k: (_r(v) if isinstance(v, float) else v)
+                for k, v in sorted(
+                    ({**comp.details, "defects": comp.defects} if comp.applicable else comp.details).items()
+                )
+            },
         )
         for name, comp in ev.components.items()
     }
-    total = _r(min(1.0, max(0.0, ev.total)))
+    raw = min(1.0, max(0.0, ev.total))
+    extra: dict[str, Any] = {}
+    if spec.baseline > 0.0:
+        # Edit tasks: the unchanged template already scores ``baseline``; only the change counts.
+        extra["raw_score"] = _r(raw)
+        raw = min(1.0, max(0.0, (raw - spec.baseline) / (1.0 - spec.baseline)))
+    total = _r(raw)
     passed = total >= spec.pass_threshold and all(layers_ok.values()) and all(text_ok.values())
-    return report(total, passed, translation=(_r(translation[0]), _r(translation[1])), components=components)
+    return report(
+        total,
+        passed,
+        translation=(_r(translation[0]), _r(translation[1])),
+        components=components,
+        defects=_r(ev.defects),
+        **extra,
+    )

@@ -8,15 +8,28 @@ SHA-256.
 
 How the spec drives scoring (:mod:`autocad_bench_evaluator.scoring`):
 
-* ``position``: ``"fixed"`` compares coordinates as drawn; ``"free"`` first removes the best
-  translation between candidate and gold, so moving the whole drawing costs nothing.
-* ``tolerance.geometric`` is an absolute distance in drawing units; two points closer than it
-  are equal. ``tolerance.relative_size`` is a fraction: two sizes (radius, length, dimension
-  measurement, 3D extent) agree when they differ by at most
-  ``max(tolerance.geometric, relative_size * gold size)``.
+* ``position``: ``"fixed"`` compares coordinates as drawn (the whole drawing moved by more
+  than the tolerance fails); ``"free"`` first removes the best translation between candidate
+  and gold, so moving the whole drawing costs nothing.
+* ``tolerance.geometric`` is an absolute distance in drawing units, what a drafter accepts as
+  "the same" (0.5 by default: half a millimetre in a millimetre drawing). It is the tolerance of
+  every position *and* every size (length, radius, perimeter, width and height of the drawing,
+  dimension measurement, 3D extent) whatever the size, so a drawing 1% too large or moved by
+  1 mm fails. An item within it earns full credit, one beyond 1.5 times it none.
+  ``tolerance.relative_size`` is ignored (kept so that older ``scoring.json`` files validate;
+  0 by default). Angles (text and block rotation, angular dimensions) agree within 0.5 degrees,
+  block scale factors within 0.001, text heights within ``min(geometric, 10%)`` of the gold's.
+* What else is compared: a text's content, height and rotation; a hatch's fill (solid or the
+  pattern name); the colour and linetype of the gold's layers that carry entities when the gold
+  sets them (see :mod:`autocad_bench_evaluator.scoring` for the full list).
 * ``weights`` give each component its share of the total. Weights are normalised by their sum,
-  so only ratios matter; a zero weight switches a component off. ``extents3d`` may only be
-  positive in a schema-v4 spec (isolated physical 3D extents need v4 metadata).
+  so only ratios matter; a zero weight switches a component off (it then neither scores nor
+  counts defects). ``extents3d`` may only be positive in a schema-v4 spec (isolated physical 3D
+  extents need v4 metadata).
+* Defects: on top of the weighted components, every whole missing, extra or wrong item of a
+  weighted component costs 10% of the total, at most 10% in all. One defect anywhere thus caps
+  the total at 0.9 of the weighted mean, clearly below the default threshold; the gold scores
+  exactly 1.0.
 * ``pass_threshold``: the total at or above which the attempt passes, provided every
   ``required_layers`` entry carries at least one candidate entity and every ``required_text``
   entry occurs in candidate text (case-insensitive, whitespace collapsed).
@@ -24,6 +37,12 @@ How the spec drives scoring (:mod:`autocad_bench_evaluator.scoring`):
   ``Defpoints``) are left out on both sides; anything else drawn there counts as drawn, so
   such a layer cannot hide junk. Entities on layers that are off or frozen never count: they
   do not show on paper.
+
+* ``baseline`` (edit tasks): the raw score of the task's unchanged template against its gold,
+  computed when the suite is built. The reported total is ``(raw - baseline) / (1 - baseline)``
+  clipped to [0, 1]: doing nothing scores 0, the gold 1, and because the untouched part of the
+  drawing is already in the baseline, every entity damaged or left behind costs a multiple of
+  its raw share (collateral damage cannot hide behind a large unchanged drawing).
 
 Validation fails (pydantic ``ValidationError``) on unknown fields, negative or all-zero
 weights, a threshold outside [0, 1], or a positive ``extents3d`` weight in a schema-v3 spec.
@@ -54,26 +73,37 @@ Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
 class Tolerance(StrictModel):
-    """How far candidate geometry may deviate from gold and still match."""
+    """How far candidate geometry may deviate from gold and still match: an absolute distance.
+
+    ``geometric`` (drawing units, 0.5 by default: half a millimetre in a millimetre drawing) is
+    the tolerance of every position and every size alike, whatever the size. ``relative_size``
+    is kept only so that ``scoring.json`` files written before tolerances became absolute still
+    validate; scoring ignores it (a 1% allowance let a 1.01x drawing of a 200 mm plate pass).
+    """
 
     geometric: float = Field(default=0.5, gt=0.0, description="absolute distance, drawing units")
-    relative_size: float = Field(default=0.01, ge=0.0, lt=1.0, description="fraction of the gold size")
+    relative_size: float = Field(
+        default=0.0, ge=0.0, lt=1.0, description="ignored; accepted for scoring.json files of older builds"
+    )
 
     def size_tolerance(self, gold_size: float) -> float:
-        """The allowed absolute difference for a size whose gold value is ``gold_size``."""
-        return max(self.geometric, self.relative_size * abs(gold_size))
+        """The allowed absolute difference for a size (any ``gold_size``): ``geometric``."""
+        return self.geometric
 
 
 class ComponentWeights(StrictModel):
     """Share of each scoring component in the total (normalised by their sum).
 
-    * ``entities``: optimal one-to-one matching of geometric entities (per kind) within tolerance.
-    * ``dimensions``: sizes - DIMENSION measurements, circle/arc radii, line and polyline lengths.
-    * ``layers``: candidate layers that carry entities vs. gold, plus layer agreement of matched
-      entities.
-    * ``topology``: closed profiles (closed polylines, full circles) and hole patterns (the set
-      of circle centres relative to each other).
-    * ``text``: TEXT/MTEXT content (and position within tolerance when position is scored).
+    * ``entities``: optimal one-to-one matching of geometric entities (per kind) within tolerance;
+      hatches match on their fill (solid, or the pattern name) too.
+    * ``dimensions``: sizes - DIMENSION measurements, circle/arc radii, line and polyline lengths,
+      the drawing's width and height.
+    * ``layers``: candidate layers that carry entities vs. gold, layer agreement of matched
+      entities, and the colour/linetype of the gold's entity-carrying layers where the gold
+      sets them (some layer not colour 7, or not Continuous).
+    * ``topology``: closed profiles (closed polylines, closed chains, full circles: centroid,
+      perimeter, area) and hole patterns (the set of circle centres relative to each other).
+    * ``text``: TEXT/MTEXT content, insertion point, height and rotation.
     * ``extents3d``: isolated physical 3D extents of solids (schema v4 only).
     """
 
@@ -114,6 +144,12 @@ class ScoringSpec(StrictModel):
     required_layers: tuple[str, ...] = ()
     required_text: tuple[str, ...] = ()
     ignore_layers: tuple[str, ...] = ()
+    baseline: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="raw score of the unchanged template (edit tasks); totals are rescaled from it",
+    )
 
     @model_validator(mode="after")
     def _extents_need_v4(self) -> ScoringSpec:

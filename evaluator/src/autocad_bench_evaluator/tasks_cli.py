@@ -20,17 +20,102 @@ def tasks_group() -> None:
 @tasks_group.command(name="list")
 @click.option("--suite", default=None, help="Only the tasks of this named suite, in its order.")
 @click.option("--app", default=None, help="Only tasks that support this application (librecad, autocad).")
-@click.option("--tier", default=None, help="Only tasks of this tier.")
-def list_command(suite: str | None, app: str | None, tier: str | None) -> None:
-    """Print the tasks as JSON lines (id, tier, apps, title)."""
+@click.option("--tier", default=None, help="Only tasks of this tier (an original tier, or a skill).")
+@click.option("--skill", default=None, help="Only tasks of this skill (draft, edit, reproduce, annotate, solid).")
+@click.option("--family", "family_id", default=None, help="Only instances of this family.")
+@click.option("--split", default=None, type=click.Choice(["dev", "test"]), help="Only this split.")
+@click.option("--difficulty", default=None, type=click.Choice(["easy", "medium", "hard"]), help="Only this tier.")
+def list_command(
+    suite: str | None,
+    app: str | None,
+    tier: str | None,
+    skill: str | None,
+    family_id: str | None,
+    split: str | None,
+    difficulty: str | None,
+) -> None:
+    """Print the default suite's instances as JSON lines (id, family, skill, difficulty, split,
+    apps, title)."""
     from autocad_bench_evaluator.suite import registry
 
-    ids = registry.resolve_suite(suite) if suite else registry.list_tasks(app=app, tier=tier)
+    try:
+        ids = registry.resolve_suite(suite) if suite else registry.list_tasks(app=app, tier=tier)
+    except registry.SuiteError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
     for task_id in ids:
-        spec = registry.load(task_id).spec
-        if (app and app not in spec.apps) or (tier and spec.tier != tier):
-            continue
-        click.echo(json.dumps({"task_id": task_id, "tier": spec.tier, "apps": list(spec.apps), "title": spec.title}))
+        found = registry.definition(task_id)
+        wanted = (
+            (app is None or app in found.apps)
+            and (tier is None or tier in (found.tier, found.skill))
+            and (skill is None or found.skill == skill)
+            and (family_id is None or found.family == family_id)
+            and (split is None or found.split == split)
+            and (difficulty is None or found.difficulty == difficulty)
+        )
+        if wanted:
+            click.echo(
+                json.dumps(
+                    {
+                        "task_id": task_id,
+                        "family": found.family,
+                        "skill": found.skill,
+                        "difficulty": found.difficulty,
+                        "split": found.split,
+                        "tier": found.tier,
+                        "apps": list(found.apps),
+                        "title": found.title,
+                    }
+                )
+            )
+
+
+@tasks_group.command(name="families")
+def families_command() -> None:
+    """Print every task family as JSON lines (id, skill, version, fixed and default instances)."""
+    from autocad_bench_evaluator.suite.families import families
+
+    for fam in families():
+        click.echo(
+            json.dumps(
+                {
+                    "family": fam.family_id,
+                    "skill": fam.skill,
+                    "version": fam.version,
+                    "generative": fam.generative,
+                    "fixed": [task.task_id for task in fam.fixed],
+                    "default_count": fam.default_count,
+                    "apps": list(fam.apps),
+                    "summary": fam.summary,
+                }
+            )
+        )
+
+
+@tasks_group.command(name="generate")
+@click.option("--seed", type=click.IntRange(min=0), required=True, help="Generation seed (record it to reproduce).")
+@click.option("--families", "family_ids", default=None, help="Comma-separated family ids (default: all generative).")
+@click.option("--count", type=click.IntRange(min=1, max=1000), default=None, help="Instances per family.")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Directory to create (must be new)."
+)
+def generate_command(seed: int, family_ids: str | None, count: int | None, out: Path) -> None:
+    """Write a fresh instance set: task folders, suite file, gold cache and an example batch.
+
+    The set is reproducible from the seed and the family versions (recorded in
+    ``generation.json`` and in every task.json), yet unseen before it is generated. Run the
+    printed batch command to score the reference solutions on local LibreCAD desktops.
+    """
+    from autocad_bench_evaluator.suite.generate import GenerationError, write_instance_set
+
+    chosen = [f.strip() for f in family_ids.split(",") if f.strip()] if family_ids else None
+    try:
+        summary = write_instance_set(out, seed, chosen, count)
+    except GenerationError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    click.echo(json.dumps(summary))
+    click.echo(f"run it: autocad-bench-batch --config {out / 'batch.json'} --execute", err=True)
 
 
 @tasks_group.command(name="show")

@@ -179,6 +179,7 @@ class BatchRunner:
             credential_names=tuple(self.admission.credential_names.get(entry.rollout_id, ())),
             infrastructure_backend=self.backend.name,
             infrastructure_hourly_usd=float(hourly_rate(hourly, self.prices).hourly_usd),
+            task_provenance=task.spec.provenance(),
         )
         if paths.assignment.exists():
             # A resumed rollout keeps the assignment (attempt id, prices) it was started with.
@@ -211,8 +212,8 @@ class BatchRunner:
             now = utcnow()
             result = RolloutResult(
                 rollout_id=entry.rollout_id, attempt_id=f"{self.batch_id}.{entry.rollout_id}.1",
-                task_id=entry.task_id, provider=entry.provider, model=entry.model,
-                infrastructure_backend=self.backend.name, status="failed",
+                task_id=entry.task_id, task_provenance=_provenance(paths), provider=entry.provider,
+                model=entry.model, infrastructure_backend=self.backend.name, status="failed",
                 failure_class=FailureClass.ADMISSION_FAILED,
                 failure_detail=f"the sandbox exited with code {code} before the pilot finished",
                 stop_reason=None, turns=0, actions=0, invalid_turns=0, model_responses=0, usage={},
@@ -346,6 +347,14 @@ def _read_result(paths: RolloutPaths) -> RolloutResult | None:
         return RolloutResult.model_validate_json(paths.result.read_bytes())
     except (FileNotFoundError, ValueError):
         return None
+
+
+def _provenance(paths: RolloutPaths) -> dict[str, str | int | None]:
+    """The task provenance the rollout was assigned (empty when no assignment was written)."""
+    try:
+        return dict(PilotAssignment.model_validate_json(paths.assignment.read_bytes()).task_provenance)
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def _pilot_running(paths: RolloutPaths) -> bool:

@@ -31,3 +31,5 @@ class PilotAssignment(StrictModel):
     credential_names: tuple[EnvName, ...] = ()
     infrastructure_backend: str
     infrastructure_hourly_usd: float | None = None
+    task_provenance: dict[str, str | int | None] = Field(
+        default_factory=dict, description="skill, family, family_version, seed, difficulty, split of the task")

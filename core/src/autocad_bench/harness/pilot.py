@@ -396,6 +396,7 @@ class Pilot:
             rollout_id=a.rollout_id,
             attempt_id=a.attempt_id,
             task_id=a.task_id,
+            task_provenance=dict(a.task_provenance),
             provider=a.model.provider,
             model=a.model.model,
             infrastructure_backend=a.infrastructure_backend,

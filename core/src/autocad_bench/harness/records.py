@@ -99,6 +99,8 @@ class RolloutResult(StrictModel):
     rollout_id: str
     attempt_id: str
     task_id: str
+    task_provenance: dict[str, str | int | None] = Field(
+        default_factory=dict, description="the task's family, family version, seed, skill, difficulty, split")
     provider: str
     model: str
     infrastructure_backend: str

@@ -16,7 +16,7 @@ import json
 import math
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -24,9 +24,9 @@ from PIL import Image, ImageDraw
 from autocad_bench.tasks import TaskSpec
 from autocad_bench_evaluator.metadata import DrawingMetadata, canonical_json, read_drawing
 from autocad_bench_evaluator.render import png_bytes, render_png
-from autocad_bench_evaluator.suite.definitions import TIERS, TaskDefinition
+from autocad_bench_evaluator.suite.definitions import DIFFICULTIES, SKILLS, TIERS, TaskDefinition
 from autocad_bench_evaluator.suite.drawing import document_bytes
-from autocad_bench_evaluator.suite.generators import ALL_TASKS
+from autocad_bench_evaluator.suite.families import default_instances
 from autocad_bench_evaluator.suite.registry import (
     PERTURBED_FILE,
     SOLUTION_FILES,
@@ -44,16 +44,46 @@ SMOKE = ("prim-rectangle", "prim-circle-concentric", "part-plate-four-holes")
 
 def suite_definitions() -> SuitesFile:
     """The named suites written to ``suites.json``."""
-    librecad = tuple(t.task_id for t in ALL_TASKS if "librecad" in t.apps)
-    autocad = tuple(t.task_id for t in ALL_TASKS if "autocad" in t.apps)
+    tasks = default_instances()
+
+    def ids(keep: Callable[[TaskDefinition], bool]) -> tuple[str, ...]:
+        return tuple(t.task_id for t in tasks if keep(t))
+
+    def having(attribute: str, value: object) -> tuple[str, ...]:
+        return tuple(t.task_id for t in tasks if getattr(t, attribute) == value)
+
     entries = {
         "smoke": NamedSuite(description="Three quick LibreCAD tasks for end-to-end checks.", tasks=SMOKE),
-        "librecad-2d": NamedSuite(description="Every task that runs on LibreCAD, in suite order.", tasks=librecad),
-        "autocad-full": NamedSuite(description="Every task of the suite (AutoCAD runs them all).", tasks=autocad),
+        "default": NamedSuite(description="Every instance of the default suite.", tasks=ids(lambda t: True)),
+        "librecad-2d": NamedSuite(
+            description="Every instance that runs on LibreCAD, in suite order.",
+            tasks=ids(lambda t: "librecad" in t.apps),
+        ),
+        "autocad-full": NamedSuite(
+            description="Every instance of the suite (AutoCAD runs them all).", tasks=ids(lambda t: "autocad" in t.apps)
+        ),
+        "dev": NamedSuite(
+            description="The public development split (prompt work).", tasks=ids(lambda t: t.split == "dev")
+        ),
+        "test": NamedSuite(
+            description="The test split (report results on it).", tasks=ids(lambda t: t.split == "test")
+        ),
+        "original": NamedSuite(
+            description="The 27 tasks of the first suite (fixed instances, comparable with old results).",
+            tasks=ids(lambda t: t.seed is None),
+        ),
     }
+    for skill in SKILLS:
+        entries[f"skill-{skill}"] = NamedSuite(description=f"Every {skill} instance.", tasks=having("skill", skill))
+    for level in DIFFICULTIES:
+        entries[f"difficulty-{level}"] = NamedSuite(
+            description=f"Every {level} instance (tier from the reference solution's size).",
+            tasks=having("difficulty", level),
+        )
     for tier in TIERS:
-        tasks = tuple(t.task_id for t in ALL_TASKS if t.tier == tier)
-        entries[f"tier-{tier}"] = NamedSuite(description=f"The {tier} tier.", tasks=tasks)
+        entries[f"tier-{tier}"] = NamedSuite(
+            description=f"The {tier} tier of the original tasks.", tasks=having("tier", tier)
+        )
     return SuitesFile(suites=entries)
 
 
@@ -69,6 +99,12 @@ def task_spec(task: TaskDefinition) -> TaskSpec:
         units="millimeters",
         tier=task.tier,
         apps=tuple(task.apps),
+        skill=task.skill,
+        family=task.family or None,
+        family_version=task.family_version if task.family else None,
+        seed=task.seed,
+        difficulty=task.difficulty,
+        split=task.split,
     )
 
 
@@ -76,7 +112,7 @@ def gold_metadata(task: TaskDefinition) -> DrawingMetadata:
     """The gold drawing's metadata, read by the evaluator exactly as the gold cache reads it."""
     spec = task.scoring_spec()
     with tempfile.TemporaryDirectory(prefix="autocad-bench-gold-") as tmp:
-        path = generate_gold(task.task_id, Path(tmp))
+        path = generate_gold(task, Path(tmp))
         result = read_drawing(path, spec.schema_version)
     if not isinstance(result, DrawingMetadata):
         raise RuntimeError(f"gold of {task.task_id} is not a valid drawing: {result.reason}")
@@ -114,7 +150,7 @@ def task_files(task: TaskDefinition) -> dict[str, bytes]:
     spec = task_spec(task)
     files: dict[str, bytes] = {
         "task.json": json_text(spec.model_dump(mode="json")).encode(),
-        spec.template: document_bytes(template_document(task.task_id)),
+        spec.template: document_bytes(template_document(task)),
         "scoring.json": canonical_json(task.scoring_spec().model_dump(mode="json")),
         spec.reference: reference_png(task),
         SOLUTION_FILES["autocad"]: task.autocad_script().encode(),
@@ -127,23 +163,67 @@ def task_files(task: TaskDefinition) -> dict[str, bytes]:
     return files
 
 
+DOCS = Path(__file__).resolve().parents[4] / "docs" / "tasks.md"
+"""docs/tasks.md in a checkout (absent in an installed wheel: then the table is not written)."""
+FAMILY_MARKERS = ("<!-- family-table:start -->", "<!-- family-table:end -->")
+
+
+def family_table() -> str:
+    """The markdown table of every family: skill, version, fixed and default instances, apps."""
+    from autocad_bench_evaluator.suite.families import families
+
+    tasks = default_instances()
+    lines = [
+        "| family | skill | version | fixed instances | generated (default suite) | easy / medium / hard | apps |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for fam in families():
+        mine = [t for t in tasks if t.family == fam.family_id]
+        levels = " / ".join(str(sum(t.difficulty == d for t in mine)) for d in DIFFICULTIES)
+        fixed = ", ".join(t.task_id for t in fam.fixed) or "-"
+        lines.append(
+            f"| {fam.family_id} | {fam.skill} | {fam.version} | {fixed} | {fam.default_count} | {levels} | "
+            f"{', '.join(fam.apps)} |"
+        )
+    librecad = sum("librecad" in t.apps for t in tasks)
+    summary = (
+        f"{len(tasks)} instances from {len(families())} families ({librecad} run on LibreCAD); by skill: "
+        + ", ".join(f"{skill} {sum(t.skill == skill for t in tasks)}" for skill in SKILLS)
+        + "; by split: "
+        + ", ".join(f"{split} {sum(t.split == split for t in tasks)}" for split in ("dev", "test"))
+        + "."
+    )
+    return summary + "\n\n" + "\n".join(lines) + "\n"
+
+
+def docs_with_family_table(text: str) -> str:
+    """``text`` (docs/tasks.md) with the family table between its markers replaced."""
+    start, end = FAMILY_MARKERS
+    head, found, rest = text.partition(start)
+    if not found or end not in rest:
+        raise ValueError(f"{DOCS}: the markers {start} ... {end} are missing")
+    return head + start + "\n" + family_table() + end + rest.split(end, 1)[1]
+
+
 def all_files() -> dict[Path, bytes]:
     """Every generated file of the suite, by absolute path."""
     files: dict[Path, bytes] = {}
-    for task in ALL_TASKS:
+    for task in default_instances():
         for name, data in task_files(task).items():
             files[TASKS_DIR / task.task_id / name] = data
     named = suite_definitions()
     files[SUITES_FILE] = json_text(named.model_dump(mode="json")).encode()
     for name, entry in named.suites.items():
         files[SUITE_FILES_DIR / f"{name}.json"] = json_text({"name": name, "tasks": list(entry.tasks)}).encode()
+    if DOCS.is_file():
+        files[DOCS] = docs_with_family_table(DOCS.read_text()).encode()
     return files
 
 
 def differences(files: dict[Path, bytes]) -> list[str]:
     """Generated files that are missing or differ on disk, plus stray task folders."""
     problems = [str(path) for path, data in files.items() if not path.is_file() or path.read_bytes() != data]
-    expected = {task.task_id for task in ALL_TASKS}
+    expected = {task.task_id for task in default_instances()}
     if TASKS_DIR.is_dir():
         problems += [
             f"{d} (no definition)" for d in sorted(TASKS_DIR.iterdir()) if d.is_dir() and d.name not in expected

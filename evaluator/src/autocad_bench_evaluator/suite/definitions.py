@@ -18,8 +18,16 @@ from autocad_bench_evaluator.spec import ScoringSpec
 from autocad_bench_evaluator.suite.drawing import STANDARD_VIEW, View
 from autocad_bench_evaluator.suite.librecad import LibreCADScript
 
-Tier = Literal["primitives", "composite", "annotation", "3d"]
+Tier = Literal["primitives", "composite", "annotation", "3d", "draft", "edit", "reproduce", "annotate", "solid"]
 TIERS: tuple[Tier, ...] = ("primitives", "composite", "annotation", "3d")
+"""The tiers of the 27 original tasks (their task.json keeps them); new instances use their skill."""
+Skill = Literal["draft", "edit", "reproduce", "annotate", "solid"]
+SKILLS: tuple[Skill, ...] = ("draft", "edit", "reproduce", "annotate", "solid")
+Split = Literal["dev", "test"]
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+DIFFICULTY_BOUNDS: dict[str, tuple[int, int]] = {"librecad": (24, 70), "autocad": (3, 8)}
+"""Upper bounds of "easy" and "medium": LibreCAD solution actions, or AutoCAD script lines."""
 App = Literal["librecad", "autocad"]
 
 GoldBuilder = Callable[[Drawing], None]
@@ -36,6 +44,16 @@ PROMPT_SUFFIX = (
     " All dimensions are in millimetres and coordinates are absolute drawing coordinates. "
     "Do not save the drawing yourself: it is saved for you when you finish with the done action."
 )
+
+_BASELINES: dict[str, float] = {}
+
+
+def _baseline(task_id: str, compute: Callable[[], float]) -> float:
+    """The edit baseline of ``task_id``, computed once per process (it reads two drawings)."""
+    if task_id not in _BASELINES:
+        _BASELINES[task_id] = compute()
+    return _BASELINES[task_id]
+
 
 BOTH_APPS: tuple[App, ...] = ("librecad", "autocad")
 AUTOCAD_ONLY: tuple[App, ...] = ("autocad",)
@@ -63,13 +81,38 @@ class TaskDefinition:
     perturbation: str = ""
     view: View = STANDARD_VIEW
     wireframe: WireframeBuilder | None = None
+    skill: Skill = "draft"
+    family: str = ""
+    family_version: int = 1
+    seed: int | None = None
+    split: Split = "dev"
+    template: GoldBuilder | None = None
+    perturbed_gold: GoldBuilder | None = None
+    baseline: Callable[[], float] | None = None
+    prompt_suffix: str = PROMPT_SUFFIX
 
     @property
     def prompt(self) -> str:
-        return self.brief + PROMPT_SUFFIX
+        return self.brief + self.prompt_suffix
 
     def scoring_spec(self) -> ScoringSpec:
-        return ScoringSpec.model_validate({"task_id": self.task_id, **self.scoring})
+        extra: dict[str, Any] = {}
+        if self.baseline is not None:
+            extra["baseline"] = _baseline(self.task_id, self.baseline)
+        return ScoringSpec.model_validate({"task_id": self.task_id, **self.scoring, **extra})
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Tier from the reference solution: the GUI actions of the LibreCAD solution, or the
+        command lines of the AutoCAD script for AutoCAD-only tasks (see :data:`DIFFICULTY_BOUNDS`)."""
+        script = self.librecad_script()
+        if script is not None:
+            size = sum(len(batch) for batch in script.batches)
+            easy, medium = DIFFICULTY_BOUNDS["librecad"]
+        else:
+            size = len(self.autocad)
+            easy, medium = DIFFICULTY_BOUNDS["autocad"]
+        return "easy" if size <= easy else "medium" if size <= medium else "hard"
 
     def librecad_script(self, perturbed: bool = False) -> LibreCADScript | None:
         """The LibreCAD solution (or its perturbed variant), None for AutoCAD-only tasks."""

@@ -23,6 +23,31 @@ broker's seeded layout; see ``docs/tasks.md``):
   and the new layer becomes the current one; the Block List "create block" button asks for a
   reference point and a name, then replaces the selection by an insert of the new block;
   "insert" places the block selected in the Block List at typed points.
+
+Editing an existing drawing (same setup, each verified three times in a row and under CPU load):
+
+* with no command active, a click on an entity's outline selects it and further clicks add
+  to the selection; clicking a selected entity again deselects it, and a click on empty
+  canvas starts a window selection that the next click completes. Clicks are spaced by
+  :data:`SELECT_WAIT_S` so that two of them never form a double click;
+* window selection by two clicks: from left to right it takes the entities entirely inside,
+  from right to left (crossing) also those it crosses; it adds to the current selection;
+* ``tn`` clears the selection. Escape on the canvas drops it as well;
+* Delete only erases while the canvas has the keyboard focus (after ``sa`` the focus is in
+  the command line and nothing happens), and the ``er`` command ignores the existing
+  selection (it asks "Select to delete"). Edit > Delete selected (the menu at
+  :data:`EDIT_MENU`) always works;
+* ``mv``, ``ro``, ``sz`` and ``mi`` act on the selection and take typed points (move: base and
+  target; rotate: centre, reference point and target point; scale: base point; mirror: two
+  points of the axis). Each then opens a modal options dialog (Delete/Keep Original,
+  Multiple Copies, OK) whose position is fixed; it remembers the last choice, so the radio
+  button is clicked every time. The rotate dialog's angle field and the scale dialog's factor
+  field ("Isotropic Scaling" is on by default) accept a typed value that overrides the points.
+  A click sent before the dialog is on screen would reach the canvas underneath, hence
+  :data:`MODIFY_DIALOG_WAIT_S` (1 s passed with four busy processes on the two cores);
+* ``attr`` opens the Attributes dialog for the selection: its layer combo accepts the typed
+  layer name (Qt's keyboard search) followed by Enter;
+* after a modify command or ``attr`` the selection is empty: select again before the next edit.
 """
 
 from __future__ import annotations
@@ -99,6 +124,37 @@ BLOCK_NAME_OK = (939, 500)
 
 DIALOG_WAIT_S = 0.6
 """Pause after an action that opens a dialog or popup, before typing into it."""
+
+# Selection (no command active).
+SELECT_WAIT_S = 0.5
+"""Pause after each selection click: longer than the double-click interval (a double click on
+an entity opens its properties dialog) and enough for LibreCAD to redraw the highlight."""
+
+# Edit menu (focus-independent "Delete selected").
+EDIT_MENU = (138, 10)
+EDIT_DELETE_SELECTED = (201, 198)
+
+# Options dialogs of the modify commands (centred over the main window at 1920x1080).
+MODIFY_DIALOG_WAIT_S = 1.0
+"""Pause between the last typed point of a modify command and the first click into its dialog."""
+MOVE_DELETE_ORIGINAL = (783, 434)
+MOVE_KEEP_ORIGINAL = (783, 458)
+MOVE_OK = (1012, 566)
+ROTATE_DELETE_ORIGINAL = (781, 413)
+ROTATE_KEEP_ORIGINAL = (781, 437)
+ROTATE_ANGLE_FIELD = (1075, 483)
+ROTATE_OK = (1015, 587)
+SCALE_DELETE_ORIGINAL = (769, 400)
+SCALE_KEEP_ORIGINAL = (769, 426)
+SCALE_FACTOR_FIELD = (984, 507)
+SCALE_OK = (1024, 609)
+MIRROR_DELETE_ORIGINAL = (804, 444)
+MIRROR_KEEP_ORIGINAL = (804, 473)
+MIRROR_OK = (992, 559)
+
+# Attributes dialog (command ``attr``).
+ATTRIBUTES_LAYER_COMBO = (1020, 384)
+ATTRIBUTES_OK = (963, 586)
 
 Action = dict[str, object]
 
@@ -304,6 +360,118 @@ class LibreCADScript:
             move(CANVAS_HOVER[1]),
             click(COMMAND_INPUT),
             *self.entries(*(point(*p) for p in points)),
+            ESCAPE,
+            ESCAPE,
+        )
+
+    # -- editing an existing drawing -----------------------------------------------------
+
+    def select_at(self, *points: tuple[float, float]) -> LibreCADScript:
+        """Click the entity through each drawing point (no command active); clicks add up.
+
+        A click on an already selected entity deselects it, and a click that misses every
+        entity starts a window selection, so every point must lie on exactly one outline
+        (away from other entities) and each entity must be picked once.
+        """
+        actions: list[Action] = []
+        for p in points:
+            actions += [click(self.screen(*p)), wait(SELECT_WAIT_S)]
+        return self.step(*actions)
+
+    def select_window(
+        self, corner_a: tuple[float, float], corner_b: tuple[float, float], crossing: bool = False
+    ) -> LibreCADScript:
+        """Window selection by two clicks on empty points; adds to the current selection.
+
+        LibreCAD decides by direction: from left to right it selects the entities lying
+        entirely inside the window, from right to left (``crossing``) also those it crosses.
+        Neither corner may lie on an entity (the click would pick it instead).
+        """
+        left, right = sorted((corner_a, corner_b), key=lambda c: c[0])
+        first, second = (right, left) if crossing else (left, right)
+        return self.step(
+            click(self.screen(*first)),
+            wait(SELECT_WAIT_S),
+            click(self.screen(*second)),
+            wait(SELECT_WAIT_S),
+        )
+
+    def deselect_all(self) -> LibreCADScript:
+        """Clear the selection (command ``tn``)."""
+        return self.command("tn")
+
+    def erase_selection(self) -> LibreCADScript:
+        """Delete the selected entities through Edit > Delete selected (works whatever has focus)."""
+        return self.step(
+            click(EDIT_MENU),
+            wait(DIALOG_WAIT_S),
+            click(EDIT_DELETE_SELECTED),
+            wait(DIALOG_WAIT_S),
+        )
+
+    def _modify(self, entries: Sequence[str], dialog: Sequence[Action], ok: tuple[int, int]) -> LibreCADScript:
+        """Type a modify command and its points, fill its options dialog, press OK, end it."""
+        return self.step(
+            click(COMMAND_INPUT),
+            *self.entries(*entries),
+            wait(MODIFY_DIALOG_WAIT_S),
+            *dialog,
+            click(ok),
+            wait(DIALOG_WAIT_S),
+            ESCAPE,
+            ESCAPE,
+        )
+
+    def move_selection(
+        self, base: tuple[float, float], target: tuple[float, float], copy: bool = False
+    ) -> LibreCADScript:
+        """Move the selection by ``target - base`` (``copy`` keeps the original: one copy)."""
+        radio = MOVE_KEEP_ORIGINAL if copy else MOVE_DELETE_ORIGINAL
+        return self._modify(("mv", point(*base), point(*target)), [click(radio)], MOVE_OK)
+
+    def rotate_selection(self, center: tuple[float, float], angle_deg: float, copy: bool = False) -> LibreCADScript:
+        """Rotate the selection about ``center`` by ``angle_deg`` (counter-clockwise positive).
+
+        ``rotate`` asks for the centre, a reference point and a target point; the dialog's angle
+        field (pre-filled from those points) is then overwritten with the exact angle.
+        """
+        reference = point(center[0] + 10.0, center[1])
+        target = point(center[0], center[1] + 10.0)
+        radio = ROTATE_KEEP_ORIGINAL if copy else ROTATE_DELETE_ORIGINAL
+        dialog = [click(radio), click(ROTATE_ANGLE_FIELD, count=3), type_text(fmt(angle_deg))]
+        return self._modify(("ro", point(*center), reference, target), dialog, ROTATE_OK)
+
+    def scale_selection(self, base: tuple[float, float], factor: float, copy: bool = False) -> LibreCADScript:
+        """Scale the selection uniformly about ``base`` by ``factor``."""
+        radio = SCALE_KEEP_ORIGINAL if copy else SCALE_DELETE_ORIGINAL
+        dialog = [click(radio), click(SCALE_FACTOR_FIELD, count=3), type_text(fmt(factor))]
+        return self._modify(("sz", point(*base)), dialog, SCALE_OK)
+
+    def mirror_selection(
+        self, p1: tuple[float, float], p2: tuple[float, float], keep_original: bool = False
+    ) -> LibreCADScript:
+        """Mirror the selection about the line through ``p1`` and ``p2``."""
+        radio = MIRROR_KEEP_ORIGINAL if keep_original else MIRROR_DELETE_ORIGINAL
+        return self._modify(("mi", point(*p1), point(*p2)), [click(radio)], MIRROR_OK)
+
+    def move_selection_to_layer(self, layer: str) -> LibreCADScript:
+        """Put the selected entities on the existing layer ``layer`` (Attributes dialog, ``attr``).
+
+        The layer combo is opened and the name typed: Qt's keyboard search picks the first
+        entry whose name starts with the typed text, ignoring case, so no layer listed before
+        ``layer`` may start with it (names differing only in case are ambiguous).
+        """
+        return self.step(
+            click(COMMAND_INPUT),
+            *self.entries("attr"),
+            wait(MODIFY_DIALOG_WAIT_S),
+            click(ATTRIBUTES_LAYER_COMBO),
+            wait(DIALOG_WAIT_S),
+            type_text(layer),
+            ENTER,
+            wait(DIALOG_WAIT_S),
+            click(ATTRIBUTES_OK),
+            wait(DIALOG_WAIT_S),
             ESCAPE,
             ESCAPE,
         )

@@ -30,7 +30,7 @@ from autocad_bench.tasks import Task, TaskSpec, load_task
 from autocad_bench_evaluator.spec import ScoringSpec, load_scoring_spec
 from autocad_bench_evaluator.suite.definitions import TaskDefinition
 from autocad_bench_evaluator.suite.drawing import document_bytes, new_document
-from autocad_bench_evaluator.suite.generators import ALL_TASKS, DEFINITIONS
+from autocad_bench_evaluator.suite.families import default_instances
 
 if TYPE_CHECKING:
     from autocad_bench_evaluator.gold_cache import GoldCacheEntry
@@ -105,19 +105,27 @@ class SuiteTask:
         return self.directory / PERTURBED_FILE if "librecad" in self.spec.apps else None
 
 
+@functools.cache
+def _definitions() -> dict[str, TaskDefinition]:
+    return {task.task_id: task for task in default_instances()}
+
+
 def list_tasks(app: str | None = None, tier: str | None = None) -> list[str]:
-    """Every task id in suite order, optionally only those for ``app`` and/or of ``tier``."""
+    """Every task id of the default suite in suite order, optionally only those for ``app``
+    and/or of ``tier`` (a tier of the original tasks, or a skill)."""
     return [
-        task.task_id for task in ALL_TASKS if (app is None or app in task.apps) and (tier is None or task.tier == tier)
+        task.task_id
+        for task in default_instances()
+        if (app is None or app in task.apps) and (tier is None or tier in (task.tier, task.skill))
     ]
 
 
 def definition(task_id: str) -> TaskDefinition:
     """The code definition of ``task_id``; raises :class:`SuiteError` if unknown."""
     try:
-        return DEFINITIONS[task_id]
+        return _definitions()[task_id]
     except KeyError:
-        raise SuiteError(f"unknown task {task_id!r}; known: {', '.join(DEFINITIONS)}") from None
+        raise SuiteError(f"unknown task {task_id!r} (see: autocad-bench tasks list)") from None
 
 
 def load(task_id: str, tasks_dir: Path = TASKS_DIR) -> SuiteTask:
@@ -130,9 +138,10 @@ def load(task_id: str, tasks_dir: Path = TASKS_DIR) -> SuiteTask:
     return SuiteTask(task=task, scoring=scoring, definition=found)
 
 
-def gold_document(task_id: str) -> Drawing:
-    """The gold drawing of ``task_id`` as an ezdxf document (template settings plus the gold)."""
-    found = definition(task_id)
+def gold_document(task: str | TaskDefinition) -> Drawing:
+    """The gold drawing of ``task`` (an id of the default suite, or a definition) as an ezdxf
+    document: the template's settings and contents, then the gold."""
+    found = definition(task) if isinstance(task, str) else task
     doc = new_document(found.view)
     found.gold(doc)
     return doc
@@ -144,19 +153,26 @@ def gold_bytes(task_id: str) -> bytes:
     return document_bytes(gold_document(task_id))
 
 
+def definition_gold_bytes(task: TaskDefinition) -> bytes:
+    """The gold DXF bytes of any definition (for generated sets outside the default suite)."""
+    return document_bytes(gold_document(task))
+
+
 def default_gold_dir(task_id: str) -> Path:
     return Path(tempfile.gettempdir()) / "autocad-bench-gold" / task_id
 
 
-def generate_gold(task_id: str, out_dir: Path | None = None) -> Path:
-    """Write ``gold.dxf`` of ``task_id`` into ``out_dir`` and return its path.
+def generate_gold(task: str | TaskDefinition, out_dir: Path | None = None) -> Path:
+    """Write ``gold.dxf`` of ``task`` (an id of the default suite, or a definition) into
+    ``out_dir`` and return its path.
 
     Without ``out_dir`` the file goes to ``<tmp>/autocad-bench-gold/<task_id>/``. The file is
     rewritten only when its bytes differ, so repeated calls are cheap and idempotent.
     """
+    task_id = task if isinstance(task, str) else task.task_id
     directory = Path(out_dir) if out_dir is not None else default_gold_dir(task_id)
     path = directory / GOLD_FILENAME
-    data = gold_bytes(task_id)
+    data = gold_bytes(task) if isinstance(task, str) else definition_gold_bytes(task)
     if not path.is_file() or path.read_bytes() != data:
         directory.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -180,9 +196,14 @@ def build_gold_cache(root: Path, evaluator_version: str, task_ids: Iterable[str]
     return entries
 
 
-def template_document(task_id: str) -> Drawing:
-    """The empty starting drawing of ``task_id`` (units and initial view only)."""
-    return new_document(definition(task_id).view)
+def template_document(task: str | TaskDefinition) -> Drawing:
+    """The starting drawing of ``task``: units and initial view, plus the drawing an edit task
+    changes."""
+    found = definition(task) if isinstance(task, str) else task
+    doc = new_document(found.view)
+    if found.template is not None:
+        found.template(doc)
+    return doc
 
 
 # -- named suites --------------------------------------------------------------------------------
@@ -202,7 +223,7 @@ def resolve_suite(name: str, path: Path = SUITES_FILE) -> list[str]:
     named = suites(path)
     if name not in named:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(named)}")
-    unknown = [task_id for task_id in named[name] if task_id not in DEFINITIONS]
+    unknown = [task_id for task_id in named[name] if task_id not in _definitions()]
     if unknown:
         raise SuiteError(f"suite {name!r} names unknown tasks: {', '.join(unknown)}")
     return named[name]

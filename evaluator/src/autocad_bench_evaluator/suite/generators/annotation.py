@@ -16,8 +16,9 @@ BASE_LAYERS = ("0", "Defpoints")
 
 
 def layer_row(name: str, layers: tuple[str, ...]) -> int:
-    """Row of ``name`` in LibreCAD's Layer List (sorted by name, case-insensitively)."""
-    return sorted(set(BASE_LAYERS + layers), key=str.lower).index(name)
+    """Row of ``name`` in LibreCAD's Layer List, which sorts names by code point (upper case
+    before lower case: "DRILLING" comes before "Defpoints", measured)."""
+    return sorted(set(BASE_LAYERS + layers)).index(name)
 
 
 def _scoring(weights: dict[str, float], **extra: Any) -> dict[str, Any]:
