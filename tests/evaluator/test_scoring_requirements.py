@@ -107,6 +107,14 @@ def _attacks_of(hole: int) -> list[str]:
     return sorted(name for name, attack in ATTACKS.items() if attack["hole"] == hole)
 
 
+@pytest.mark.parametrize("name", _attacks_of(0))
+def test_hole0_a_stand_in_for_a_solid_fails(name: str) -> None:
+    """A MESH box with the gold's extents, or an open ACIS box (no volume), fails every solid task."""
+    score, passed, threshold = _attack_score(name)
+    assert not passed
+    assert score <= threshold - MARGIN, (name, score)
+
+
 @pytest.mark.parametrize("name", _attacks_of(1))
 def test_hole1_a_drawing_off_in_size_or_place_fails(name: str) -> None:
     """Oversize 1.01x, undersize 0.99x or moved by 1 mm (fixed task): clearly failing."""
@@ -251,3 +259,97 @@ def test_the_stated_dimension_line_position_is_scored(
     assert report.passed == passes, report.score
     if not passes:
         assert report.score <= spec.pass_threshold - MARGIN
+
+
+SOLID_TASKS = ["solid-extrude-plate", "solid-revolve-shaft", "solid-subtract-plate-hole", "solid-union-bracket"]
+
+
+def _box_faces(lo: tuple[float, float, float], hi: tuple[float, float, float], *, open_top: bool) -> object:
+    from ezdxf.render import forms
+
+    mesh = forms.cube(center=False).scale(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]).translate(*lo)
+    if open_top:  # drop the face at z = hi: the box is an open tray
+        mesh.faces = [f for f in mesh.faces if not all(abs(mesh.vertices[i].z - hi[2]) < 1e-9 for i in f)]
+    return mesh
+
+
+@pytest.mark.parametrize("task_id", SOLID_TASKS)
+@pytest.mark.parametrize("stand_in", ["mesh-box", "open-solid-box", "solid-box"])
+def test_solid_tasks_score_the_shape_not_only_the_box(tmp_path: Path, task_id: str, stand_in: str) -> None:
+    """A closed MESH with the gold's box, an open ACIS box (volume undefined) and a closed ACIS
+    box with the gold's extents all fail every solid task: MESH does not stand in for a solid, an
+    open surface has no volume, and a plain box has another volume, surface or centroid than the
+    extruded, revolved, drilled or united part (the box task's own box is its gold: skipped)."""
+    from autocad_bench_evaluator.suite.drawing import add_solid_from_mesh, document_bytes
+
+    spec = _spec(task_id)
+    gold_doc = registry.gold_document(task_id)
+
+    def metadata(doc: Drawing, name: str) -> DrawingMetadata:
+        path = tmp_path / f"{name}.dxf"
+        path.write_bytes(document_bytes(doc))
+        read = read_drawing(path, spec.schema_version)
+        assert isinstance(read, DrawingMetadata)
+        return read
+
+    gold = metadata(gold_doc, "gold")
+    assert gold.physical_3d is not None and gold.physical_3d.extents is not None
+    assert gold.physical_3d.volume is not None and gold.physical_3d.centroid is not None
+    if stand_in == "solid-box" and task_id == "solid-extrude-plate":
+        pytest.skip("the extruded plate is a box: a closed box with its extents is its gold")
+    lo, hi = gold.physical_3d.extents.min, gold.physical_3d.extents.max
+    doc = registry.template_document(task_id)
+    mesh = _box_faces(lo, hi, open_top=stand_in == "open-solid-box")
+    if stand_in == "mesh-box":
+        mesh.render_mesh(doc.modelspace())  # type: ignore[attr-defined]
+    else:
+        add_solid_from_mesh(doc, mesh)
+    report = score_drawing(gold, metadata(doc, stand_in), spec, "t")
+    assert not report.passed and report.score <= spec.pass_threshold - MARGIN, report.score
+    extents3d = report.components["extents3d"].details
+    if stand_in == "mesh-box":
+        assert "MESH" in str(extents3d.get("reason")) and report.components["extents3d"].score == 0.0
+    if stand_in == "open-solid-box":
+        assert extents3d.get("volume.score") == 0.0
+
+
+def _with_polyline() -> list[str]:
+    found = []
+    for task_id in registry.list_tasks():
+        doc = registry.gold_document(task_id)
+        if any(e.dxftype() == "LWPOLYLINE" for e in doc.modelspace()):
+            found.append(task_id)
+    return found
+
+
+def test_the_stated_object_type_is_scored(tmp_path: Path) -> None:
+    """Prompts say "as one closed polyline" or "three separate LINE objects": on every task whose
+    gold holds a polyline, exploding it into LINEs and ARCs (the same geometry, other objects)
+    fails, and a triangle of LINEs redrawn as one closed polyline fails too."""
+    from autocad_bench_evaluator.suite.drawing import document_bytes
+
+    def metadata(doc: Drawing, name: str, spec: ScoringSpec) -> DrawingMetadata:
+        path = tmp_path / f"{name}.dxf"
+        path.write_bytes(document_bytes(doc))
+        read = read_drawing(path, spec.schema_version)
+        assert isinstance(read, DrawingMetadata)
+        return read
+
+    tasks = _with_polyline()
+    assert len(tasks) >= 100
+    for task_id in tasks[::3]:  # every third keeps the test quick; all families appear
+        spec = _spec(task_id)
+        gold = metadata(registry.gold_document(task_id), "gold", spec)
+        doc = registry.gold_document(task_id)
+        polyline = next(e for e in doc.modelspace() if e.dxftype() == "LWPOLYLINE")
+        polyline.explode()
+        report = score_drawing(gold, metadata(doc, "exploded", spec), spec, "t")
+        assert not report.passed and report.score <= spec.pass_threshold - MARGIN, (task_id, report.score)
+    spec = _spec("prim-line-triangle")
+    gold_doc = registry.gold_document("prim-line-triangle")
+    corners = [e.dxf.start for e in gold_doc.modelspace() if e.dxftype() == "LINE"]
+    gold = metadata(gold_doc, "gold", spec)
+    doc = registry.template_document("prim-line-triangle")
+    doc.modelspace().add_lwpolyline([(p.x, p.y) for p in corners], close=True)
+    report = score_drawing(gold, metadata(doc, "joined", spec), spec, "t")
+    assert not report.passed and report.score <= spec.pass_threshold - MARGIN, report.score

@@ -39,7 +39,10 @@ def test_show_and_unknown_task() -> None:
 def test_validate_regenerates_the_shipped_gold_cache_exactly() -> None:
     result = run("validate")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"tasks": 27, "problems": 0}
+    from autocad_bench_evaluator.suite import registry
+
+    assert json.loads(result.stdout) == {"tasks": len(registry.list_tasks()), "problems": 0}
+    assert len(registry.list_tasks()) >= 300
 
 
 def test_validate_catches_a_tampered_gold_entry(tmp_path: Path) -> None:
@@ -58,3 +61,23 @@ def test_render_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "r.png"
     assert run("render", "part-gasket-ring", "--out", str(out)).returncode == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_list_filters_by_skill_family_split_and_difficulty() -> None:
+    rows = [json.loads(line) for line in run("list", "--skill", "edit", "--split", "test").stdout.splitlines()]
+    assert rows and all(r["skill"] == "edit" and r["split"] == "test" for r in rows)
+    assert all(r["family"].startswith("edit-") for r in rows)
+    family = [json.loads(line) for line in run("list", "--family", "draft-flange").stdout.splitlines()]
+    assert family[0]["task_id"] == "part-flange-bolt-circle" and len(family) == 7
+    hard = [json.loads(line) for line in run("list", "--difficulty", "hard").stdout.splitlines()]
+    assert hard and all(r["difficulty"] == "hard" for r in hard)
+    assert run("list", "--suite", "no-such-suite").returncode == 2
+
+
+def test_families_lists_every_family_with_its_version() -> None:
+    rows = [json.loads(line) for line in run("families").stdout.splitlines()]
+    assert len(rows) >= 40 and len({r["family"] for r in rows}) == len(rows)
+    assert {r["skill"] for r in rows} == {"draft", "edit", "reproduce", "annotate", "solid"}
+    assert all(r["version"] >= 1 for r in rows)
+    flange = next(r for r in rows if r["family"] == "draft-flange")
+    assert flange["fixed"] == ["part-flange-bolt-circle"] and flange["generative"] is True

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from autocad_bench_evaluator.dxf_input import (
     AsciiDxf,
     InputRejected,
@@ -673,7 +675,7 @@ class _Extractor:
             reason = "3D extents are measured in schema v4 only"
             return SolidEntity(source=kind, status="unknown", reason=reason, **common)
         try:
-            vertices, volume = _measure_body(e, kind)
+            vertices, volume, area, centroid = _measure_body(e, kind)
         except MemoryError:  # the isolated reader's memory cap: never an entity's fault
             raise
         except Exception as error:
@@ -690,7 +692,11 @@ class _Extractor:
             source=kind,
             status="measured",
             extents=extents,
-            volume=None if volume is None else _round(volume),
+            volume=None if volume is None else _round6(volume),
+            # summed over many faces: six decimals keep the float noise of the summation order
+            # (which may differ between CPUs) out of the gold's bytes
+            area=None if area is None else _round6(area),
+            centroid=None if centroid is None else (_round6(centroid[0]), _round6(centroid[1]), _round6(centroid[2])),
             **common,
         )
 
@@ -708,8 +714,19 @@ class _Extractor:
         return SpaceInfo(name=name, entities=tuple(entities))
 
 
-def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None]:
-    """Vertices and volume of a 3D body; raises when ezdxf cannot evaluate it."""
+def _round6(value: float) -> float:
+    return round(value, 6) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None, float | None, Point3 | None]:
+    """Vertices, volume, surface area and volume centroid of a 3D body; raises when ezdxf cannot
+    evaluate it.
+
+    Volume and centroid come from the signed tetrahedra of the triangulated faces and are only
+    defined for a closed surface, tested geometrically: the area-weighted face normals of a
+    closed surface cancel. (ezdxf's topological test rejects the T-junctions that Boolean
+    operations leave, although such a surface is closed; an open box is not, whatever its box.)
+    """
     from ezdxf.render.mesh import MeshBuilder, MeshVertexMerger
 
     meshes: list[Any] = []
@@ -724,18 +741,29 @@ def _measure_body(e: Any, kind: str) -> tuple[list[Point3], float | None]:
     else:
         meshes.append(MeshVertexMerger.from_polyface(e))
     vertices: list[Point3] = []
-    volume: float | None = 0.0
+    triangles: list[tuple[Point3, Point3, Point3]] = []
     for mesh in meshes:
-        vertices.extend((float(v.x), float(v.y), float(v.z)) for v in mesh.vertices)
-        if kind == "REGION":
-            volume = None
-            continue
-        diagnose = mesh.diagnose()
-        if volume is not None and diagnose.is_closed_surface:
-            volume += abs(float(diagnose.volume()))
-        else:
-            volume = None
-    return vertices, volume
+        points = [(float(v.x), float(v.y), float(v.z)) for v in mesh.vertices]
+        vertices.extend(points)
+        for face in mesh.faces:
+            for i in range(1, len(face) - 1):
+                triangles.append((points[face[0]], points[face[i]], points[face[i + 1]]))
+    if not triangles:
+        return vertices, None, None, None
+    t = np.asarray(triangles, dtype=float)  # (n, 3 corners, 3 coordinates)
+    cross = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
+    area = float(np.linalg.norm(cross, axis=1).sum()) / 2.0
+    if kind == "REGION" or area <= 0.0:
+        return vertices, None, area, None
+    closed = float(np.linalg.norm(cross.sum(axis=0))) / 2.0 <= 1e-6 * area
+    if not closed:
+        return vertices, None, area, None
+    signed = np.einsum("ij,ij->i", t[:, 0], np.cross(t[:, 1], t[:, 2])) / 6.0
+    volume = float(signed.sum())
+    if abs(volume) <= 0.0:
+        return vertices, None, area, None
+    centre = (signed[:, None] * t.sum(axis=1) / 4.0).sum(axis=0) / volume
+    return vertices, abs(volume), area, (float(centre[0]), float(centre[1]), float(centre[2]))
 
 
 def _layers(doc: Any, report: _Report) -> tuple[LayerInfo, ...]:

@@ -238,6 +238,8 @@ class SolidEntity(_EntityBase):
     status: Literal["measured", "unknown"]
     extents: Extents3D | None = None
     volume: float | None = None
+    area: float | None = None
+    centroid: Point3 | None = None
     reason: str = ""
 
 
@@ -349,6 +351,10 @@ class Extents2D(StrictModel):
 class Physical3D(StrictModel):
     """Isolated physical 3D extents (schema v4): the union of every solid's and mesh's box.
 
+    ``volume``, ``area`` (surface) and ``centroid`` (of the volume) are totals over the bodies,
+    present only when every body is a closed surface; ``sources`` are the entity types of the
+    bodies (3DSOLID, MESH, ...), sorted and without repeats.
+
     ``status``: ``"none"`` when the model space holds no 3D body, ``"measured"`` when every body
     was measured, ``"unknown"`` when at least one could not be (``extents`` then covers the
     measured ones only and must not be trusted for scoring).
@@ -357,7 +363,10 @@ class Physical3D(StrictModel):
     status: Literal["none", "measured", "unknown"]
     extents: Extents3D | None = None
     volume: float | None = None
+    area: float | None = None
+    centroid: Point3 | None = None
     bodies: int = 0
+    sources: tuple[str, ...] = ()
     reason: str = ""
 
 
@@ -818,14 +827,39 @@ def physical_extents(entities: Iterable[Entity]) -> Physical3D:
             min=(min(b.min[0] for b in boxes), min(b.min[1] for b in boxes), min(b.min[2] for b in boxes)),
             max=(max(b.max[0] for b in boxes), max(b.max[1] for b in boxes), max(b.max[2] for b in boxes)),
         )
+    sources = tuple(sorted({s.source for s in solids}))
     volumes = [s.volume for s in measured]
     volume = _round(sum(v for v in volumes if v is not None)) if volumes and None not in volumes else None
+    areas = [s.area for s in measured]
+    area = _round(sum(a for a in areas if a is not None)) if areas and None not in areas else None
+    centroid: Point3 | None = None
+    if volume is not None and volume > 0 and all(s.centroid is not None for s in measured):
+        weights = [(s.volume or 0.0, s.centroid or (0.0, 0.0, 0.0)) for s in measured]
+        total = sum(w for w, _ in weights)
+        centroid = (
+            _round(sum(w * c[0] for w, c in weights) / total),
+            _round(sum(w * c[1] for w, c in weights) / total),
+            _round(sum(w * c[2] for w, c in weights) / total),
+        )
     if unknown:
         reasons = sorted({s.reason for s in unknown if s.reason})
         return Physical3D(
-            status="unknown", extents=extents, volume=None, bodies=len(solids), reason="; ".join(reasons)[:500]
+            status="unknown",
+            extents=extents,
+            volume=None,
+            bodies=len(solids),
+            sources=sources,
+            reason="; ".join(reasons)[:500],
         )
-    return Physical3D(status="measured", extents=extents, volume=volume, bodies=len(solids))
+    return Physical3D(
+        status="measured",
+        extents=extents,
+        volume=volume,
+        area=area,
+        centroid=centroid,
+        bodies=len(solids),
+        sources=sources,
+    )
 
 
 def texts(metadata: DrawingMetadata) -> list[TextEntity]:

@@ -66,8 +66,12 @@ size (``tolerance.relative_size`` is ignored):
   Continuous (a property left at its default on every gold layer was not asked for); a
   property the candidate's same-named layer lacks or has otherwise is a defect.
 * ``extents3d`` (schema 4): the physical 3D box's sizes within ``tol``, its minimum corner
-  within ``tol`` when the position is fixed, and the volume within ``tol`` times half the
-  box's surface.
+  within ``tol`` when the position is fixed, the volume within ``tol`` times half the box's
+  surface (a candidate whose bodies are not closed surfaces has no volume: a defect), the
+  surface area within ``tol`` times four times the box's edge sum, the volume centroid relative
+  to the box corner within ``tol`` (a mirrored or rearranged part moves it) and the number of
+  bodies (a duplicated or un-united body is a defect). When the gold is made of ACIS solids,
+  MESH or POLYFACE bodies do not stand in for them: the component scores 0 with the reason.
 
 Nothing here raises for odd geometry: degenerate items are skipped. A spec whose
 ``task_id`` differs from the caller's is the caller's business.
@@ -111,10 +115,12 @@ from autocad_bench_evaluator.metadata import (
     HatchEntity,
     InsertEntity,
     LineEntity,
+    OtherEntity,
     Physical3D,
     PointEntity,
     PolylineEntity,
     Primitive,
+    SolidEntity,
     SplineEntity,
     TextEntity,
     canonical_json,
@@ -325,6 +331,7 @@ class _Side:
     physical: Physical3D | None
     geometry_extents: tuple[Point, Point] | None
     layer_props: dict[str, tuple[int, str]] = field(default_factory=dict)  # colour, linetype
+    types: dict[str, int] = field(default_factory=dict)  # object type -> top-level count
 
     def shifted(self, dx: float, dy: float) -> _Side:
         if dx == 0.0 and dy == 0.0:
@@ -632,6 +639,7 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
     ignore = {_norm_layer(name) for name in spec.ignore_layers}
     hidden = hidden_layers(metadata)
     builder = _Builder(spec.tolerance)
+    types: dict[str, int] = {}
     for entity in metadata.model.entities:
         if _left_out(entity, ignore, hidden):
             continue
@@ -640,6 +648,8 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
                 update={"exploded": tuple(e for e in entity.exploded if not _left_out(e, ignore, hidden))}
             )
         builder.entity(entity)
+        kind = object_type(entity)
+        types[kind] = types.get(kind, 0) + 1
     builder.chain_profiles()
     rows = builder.rows
     kinds = {
@@ -675,7 +685,20 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
         layer_props={
             _norm_layer(layer.name): (abs(layer.color), layer.linetype.strip().casefold()) for layer in metadata.layers
         },
+        types=types,
     )
+
+
+def object_type(entity: Entity) -> str:
+    """The kind of object a drafter chose, as prompts state it ("one closed polyline", "three
+    separate LINE objects", "a single-line text"): the entity type, polylines split into closed
+    and open (LWPOLYLINE and 2D POLYLINE alike), texts by their source (TEXT, MTEXT, ATTRIB),
+    solids and other entities by their DXF type."""
+    if isinstance(entity, PolylineEntity):
+        return "POLYLINE closed" if entity.closed else "POLYLINE open"
+    if isinstance(entity, TextEntity | SolidEntity | OtherEntity):
+        return f"{entity.kind} {entity.source}"
+    return entity.kind
 
 
 # --- matching ---------------------------------------------------------------------------
@@ -897,10 +920,20 @@ def _entities(g: _Side, c: _Side, errs: dict[str, ErrFn]) -> tuple[_Component, l
         details[f"{name}.gold"] = gk.n
         details[f"{name}.candidate"] = ck.n
         details[f"{name}.matched"] = _r(match.credit)
-    return (
-        _Component(_dice(credit, n_g, n_c), n_g + n_c > 0, n_g, n_c, credit, details, _defects(credit, n_g, n_c)),
-        matches,
-    )
+    score, applicable, defects = _dice(credit, n_g, n_c), n_g + n_c > 0, _defects(credit, n_g, n_c)
+    # the objects drawn: a rectangle asked for as one closed polyline is not four LINEs
+    gt, ct = g.types, c.types
+    t_g, t_c = sum(gt.values()), sum(ct.values())
+    if t_g + t_c:
+        same = sum(min(count, ct.get(kind, 0)) for kind, count in gt.items())
+        types = _dice(same, t_g, t_c)
+        score = (score + types) / 2 if applicable else types
+        applicable = True
+        defects += _defects(same, t_g, t_c)
+        details["types.score"] = _r(types)
+        details["types.gold"] = ", ".join(f"{k} x{v}" for k, v in sorted(gt.items()))[:300]
+        details["types.candidate"] = ", ".join(f"{k} x{v}" for k, v in sorted(ct.items()))[:300]
+    return _Component(score, applicable, n_g, n_c, credit, details, defects), matches
 
 
 def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
@@ -1177,6 +1210,10 @@ def _layer_properties(g: _Side, c: _Side) -> tuple[int, int]:
     return checked, right
 
 
+SOLID_SOURCES = frozenset({"3DSOLID", "BODY", "REGION", "SURFACE"})
+"""ACIS entity types: a gold made of these asks for solids, which MESH/POLYFACE cannot stand in for."""
+
+
 def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
     gp, cp = g.physical, c.physical
     if gp is None or cp is None:
@@ -1187,6 +1224,11 @@ def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
     if cp.status != "measured" or cp.extents is None or gp.extents is None:
         reason = "candidate has no 3D body" if cp.status == "none" else f"candidate 3D extents unknown: {cp.reason}"
         return _Component(0.0, True, gp.bodies, cp.bodies, details={"reason": reason[:300]}, defects=1.0)
+    stand_ins = sorted(set(cp.sources) - set(gp.sources) - ({"BODY"} if "3DSOLID" in gp.sources else set()))
+    if set(gp.sources) <= SOLID_SOURCES and stand_ins:
+        # the task asks for solids: a mesh or polyface with the right box is not one
+        reason = f"the task asks for solids; {', '.join(stand_ins)} bodies do not count"
+        return _Component(0.0, True, gp.bodies, cp.bodies, details={"reason": reason}, defects=1.0)
     gs, cs = gp.extents.size, cp.extents.size
     parts = [float(_credit(np.asarray([abs(a - b) / tol.geometric]))[0]) for a, b in zip(gs, cs, strict=True)]
     defects = sum(1.0 - p for p in parts)
@@ -1207,6 +1249,31 @@ def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
         scores.append(vol)
         defects += 1.0 - vol
         details["volume.score"] = _r(vol)
+    elif gp.volume is not None:
+        # the gold's volume is known, the candidate's is not: an open or broken surface
+        scores.append(0.0)
+        defects += 1.0
+        details["volume.score"] = 0.0
+        details["reason"] = "the candidate's bodies are not closed surfaces: their volume is undefined"
+    if gp.area is not None and cp.area is not None and gp.area > 0:
+        # every face within ``geometric``: the surface within about the box's edge length times it
+        area_tol = max(tol.geometric * 4.0 * sum(gs), tol.geometric**2)
+        area = float(_credit(np.asarray([abs(gp.area - cp.area) / area_tol]))[0])
+        scores.append(area)
+        defects += 1.0 - area
+        details["area.score"] = _r(area)
+    if gp.centroid is not None and cp.centroid is not None:
+        # where the material sits inside the box: a mirrored or rearranged part moves it
+        offset_g = np.subtract(gp.centroid, gp.extents.min)
+        offset_c = np.subtract(cp.centroid, cp.extents.min)
+        shape = float(_credit(np.asarray([float(np.linalg.norm(offset_g - offset_c)) / tol.geometric]))[0])
+        scores.append(shape)
+        defects += 1.0 - shape
+        details["centroid.score"] = _r(shape)
+    bodies = 1.0 if gp.bodies == cp.bodies else 0.0
+    scores.append(bodies)
+    defects += 1.0 - bodies
+    details["bodies.gold"], details["bodies.candidate"] = gp.bodies, cp.bodies
     return _Component(sum(scores) / len(scores), True, gp.bodies, cp.bodies, details=details, defects=defects)
 
 

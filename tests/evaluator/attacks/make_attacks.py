@@ -219,6 +219,32 @@ def drop(handle: str) -> Mutate:
 # --- what applies to a gold ------------------------------------------------------------------
 
 
+def solid_as_box(kind: str) -> Mutate:
+    """Replace the gold's solids by one box with their extents: a closed ``mesh`` (a MESH, not a
+    solid), an ``open`` ACIS box missing its top face (no volume) or a ``closed`` ACIS box."""
+
+    def apply(doc: Drawing) -> None:
+        from autocad_bench_evaluator.suite.drawing import add_solid_from_mesh
+        from ezdxf.render import forms
+
+        msp = doc.modelspace()
+        solids = [e for e in msp if e.dxftype() in _ACIS]
+        points = [v for e in solids for mesh in _acis_meshes(e) for v in mesh.vertices]
+        lo = (min(v.x for v in points), min(v.y for v in points), min(v.z for v in points))
+        hi = (max(v.x for v in points), max(v.y for v in points), max(v.z for v in points))
+        for e in solids:
+            msp.delete_entity(e)
+        box = forms.cube(center=False).scale(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]).translate(*lo)
+        if kind == "open":
+            box.faces = [f for f in box.faces if not all(abs(box.vertices[i].z - hi[2]) < 1e-9 for i in f)]
+        if kind == "mesh":
+            box.render_mesh(msp)
+        else:
+            add_solid_from_mesh(doc, box)
+
+    return apply
+
+
 def _closed_profile(e: Any) -> bool:
     if e.dxftype() == "CIRCLE":
         return True
@@ -381,6 +407,19 @@ ATTACKS: tuple[Attack, ...] = (
         2,
         "the circle the prompt says is not hatched filled with a SOLID hatch",
         _by_handle("CIRCLE", add_hatch_over),
+    ),
+    *(
+        Attack(f"solid-{kind}-box-{task_id}", task_id, 0, description, solid_as_box(kind))
+        for task_id in (
+            "solid-extrude-plate",
+            "solid-revolve-shaft",
+            "solid-subtract-plate-hole",
+            "solid-union-bracket",
+        )
+        for kind, description in (
+            ("mesh", "the solid replaced by a closed MESH box with its extents"),
+            ("open", "the solid replaced by an ACIS box with its extents and no top face (an open surface)"),
+        )
     ),
 )
 

@@ -1,7 +1,9 @@
 """What one suite task is made of, in code: the source of every file in its folder.
 
 A :class:`TaskDefinition` holds the prompt, the gold drawing generator, the scoring spec and
-the reference solutions (LibreCAD action batches, AutoCAD command script) of one task.
+the reference solutions (LibreCAD action batches, AutoCAD command script) of one task. Most
+definitions are made by a family (:mod:`autocad_bench_evaluator.suite.families`); the 27
+original tasks are written out in :mod:`autocad_bench_evaluator.suite.generators`.
 ``python -m autocad_bench_evaluator.suite.build`` writes the task folders from these
 definitions; the static tests check that the committed folders match them.
 """
@@ -67,6 +69,12 @@ class TaskDefinition:
     ``scoring`` holds the :class:`ScoringSpec` fields except ``task_id``; ``perturbation``
     says what the perturbed solution gets wrong; ``autocad`` is the AutoCAD command script
     (one command line per entry, untested on this machine).
+
+    Family instances (:mod:`autocad_bench_evaluator.suite.families`) also set ``skill``,
+    ``family``, ``family_version``, ``seed`` (None for the fixed instances) and ``split``;
+    ``template`` adds the drawing an edit task starts from, ``perturbed_gold`` builds the
+    perturbed solution's drawing (for the static proof), and ``baseline`` computes the edit
+    baseline of the scoring spec on demand.
     """
 
     task_id: str

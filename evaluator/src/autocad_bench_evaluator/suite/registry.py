@@ -4,8 +4,9 @@ The folder :data:`TASKS_DIR` is a core ``tasks_dir``: one folder per task with `
 ``template.dxf`` and ``reference.png`` (what the harness needs), plus ``scoring.json`` and the
 reference solutions (``solution.librecad.jsonl``, ``solution.perturbed.jsonl``,
 ``solution.autocad.scr``). Gold drawings are not stored: :func:`generate_gold` builds them
-from the committed generators (:mod:`autocad_bench_evaluator.suite.generators`), with the same
-bytes on every run.
+from the committed families (:mod:`autocad_bench_evaluator.suite.families`, whose fixed
+instances are the original tasks of :mod:`autocad_bench_evaluator.suite.generators`), with the
+same bytes on every run. The default suite is :func:`~autocad_bench_evaluator.suite.families.default_instances`.
 
 Named suites live in :data:`SUITES_FILE` (``suites.json``); :func:`resolve_suite` turns a name
 into its ordered task ids and :func:`write_suite_file` writes the ``{"name", "tasks"}`` file a

@@ -224,8 +224,7 @@ def _dim_radial(q: dict[str, Any], perturbed: bool) -> Plan:
         brief=(
             f"Draw a circle of diameter {fmt(2 * r1)} centred at {p(c1)} and a circle of diameter {fmt(2 * r2)} "
             f"centred at {p(c2)}. Add a radius dimension to the first circle and a diameter dimension to the second, "
-            "both with the dimension leader at 45 degrees (pointing up and to the right), the dimension text 20 "
-            "beyond the circle."
+            "both with the dimension leader at 45 degrees (pointing up and to the right)."
         ),
         steps=(Circle(c1, r1), Circle(c2, r2), *dims),
         perturbation="the diameter dimension is missing",

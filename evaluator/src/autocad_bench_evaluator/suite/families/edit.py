@@ -14,7 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from autocad_bench_evaluator.suite.families.base import Family, Plan
-from autocad_bench_evaluator.suite.families.ops import Arc, Circle, Erase, Layer, Line, Op, Poly, UseLayer, rotate
+from autocad_bench_evaluator.suite.families.ops import (
+    Arc,
+    Circle,
+    Erase,
+    Layer,
+    Line,
+    Modify,
+    Op,
+    Poly,
+    UseLayer,
+    rotate,
+)
 from autocad_bench_evaluator.suite.families.parts import chamfer_points, grid, p
 from autocad_bench_evaluator.suite.generators._shapes import Pt, bolt_circle
 from autocad_bench_evaluator.suite.librecad import fmt
@@ -96,16 +107,23 @@ def _move(q: dict[str, Any], perturbed: bool) -> Plan:
     (x, y), w, h, d, dx, dy = (q[k] for k in ("corner", "w", "h", "d", "dx", "dy"))
     holes = _holes(x, y, w, h)
     template: tuple[Op, ...] = (Poly.rectangle((x, y), w, h), *(Circle(c, d / 2) for c in holes))
-    target = (holes[1][0] + dx, holes[1][1] + dy)
-    erase = () if perturbed else (Erase((template[2].pick(),)),)
+    targets = [(c[0] + dx, c[1] + dy) for c in holes[1:]]
+    chosen = (1,) if perturbed else (1, 2)  # the perturbed solution forgets the second hole
+    moved = Modify(
+        tuple(template[1 + i].pick() for i in chosen),
+        "move",
+        tuple(Circle(targets[i - 1], d / 2) for i in chosen),
+        holes[1],
+        target=targets[0],
+    )
     return Plan(
-        title="Move one hole",
-        brief=f"Move the hole centred at {p(holes[1])} by {fmt(dx)} in x and {fmt(dy)} in y, so that its centre ends "
-        f"up at {p(target)}." + KEEP,
+        title="Move two holes",
+        brief=f"Move the two holes centred at {p(holes[1])} and {p(holes[2])} by {fmt(dx)} in x and {fmt(dy)} in y, "
+        f"so that their centres end up at {p(targets[0])} and {p(targets[1])}." + KEEP,
         template=template,
-        erased=() if perturbed else (2,),
-        steps=(*erase, Circle(target, d / 2)),
-        perturbation="copied instead of moved: the original hole stays",
+        erased=tuple(1 + i for i in chosen),
+        steps=(moved,),
+        perturbation=f"only the hole at {p(holes[1])} is moved",
     )
 
 
@@ -120,7 +138,7 @@ def _copy(q: dict[str, Any], perturbed: bool) -> Plan:
         brief=f"Copy the hole centred at {p(source)} twice: one copy centred at {p(targets[0])} and one at "
         f"{p(targets[1])}. Keep the original." + KEEP,
         template=template,
-        steps=tuple(Circle(t, d / 2) for t in drawn),
+        steps=tuple(Modify((template[1].pick(),), "copy", (Circle(t, d / 2),), source, target=t) for t in drawn),
         perturbation=f"the copy at {p(targets[1])} is missing",
     )
 
@@ -210,11 +228,11 @@ def _mirror(q: dict[str, Any], perturbed: bool) -> Plan:
     mirrored = tuple((round(2 * axis - px, 9), py) for px, py in pts)
     axis_line = Line((axis, oy - 10), (axis, oy + h + 10))
     hole = Circle((ox + w / 2, oy + h / 3), 6.0)
-    copies = (
-        (Poly(mirrored),)
-        if perturbed
-        else (Poly(mirrored), Circle((round(2 * axis - hole.center[0], 9), hole.center[1]), 6.0))
-    )
+    mirrored_hole = Circle((round(2 * axis - hole.center[0], 9), hole.center[1]), 6.0)
+    chosen = (Poly(pts),) if perturbed else (Poly(pts), hole)
+    result = (Poly(mirrored),) if perturbed else (Poly(mirrored), mirrored_hole)
+    picks = tuple(shape.pick() for shape in chosen)
+    copies = (Modify(picks, "mirror", result, (axis, oy), axis_end=(axis, oy + h), keep=True),)
     return Plan(
         title="Mirror a profile about an axis",
         brief=f"Mirror the closed profile and the hole inside it about the vertical line x = {fmt(axis)} (the "
@@ -242,6 +260,7 @@ def _rotate(q: dict[str, Any], perturbed: bool) -> Plan:
     turned = Poly(tuple(rotate(pt, corner, angle) for pt in rect.points))
     circle = Circle(marker, 8.0)
     picks = (rect.pick(), circle.pick()) if perturbed else (rect.pick(),)
+    turn = Modify((rect.pick(),), "rotate", (turned,), corner, angle=angle)
     return Plan(
         title="Rotate a rectangle about its corner",
         brief=f"Rotate the rectangle whose lower-left corner is at {p(corner)} by {fmt(angle)} degrees "
@@ -249,7 +268,7 @@ def _rotate(q: dict[str, Any], perturbed: bool) -> Plan:
         "about that corner." + KEEP,
         template=(rect, circle),
         erased=(0, 1) if perturbed else (0,),
-        steps=(Erase(picks), turned),
+        steps=(Erase(picks), turned) if perturbed else (turn,),
         perturbation="collateral damage: the circle is erased too",
     )
 
@@ -275,7 +294,11 @@ def _scale(q: dict[str, Any], perturbed: bool) -> Plan:
         "corner as the base point." + KEEP,
         template=(rect, circle),
         erased=(0, 1) if perturbed else (0,),
-        steps=(Erase(picks), Poly.rectangle(corner, w * factor, h * factor)),
+        steps=(Erase(picks), Poly.rectangle(corner, w * factor, h * factor))
+        if perturbed
+        else (
+            Modify((rect.pick(),), "scale", (Poly.rectangle(corner, w * factor, h * factor),), corner, factor=factor),
+        ),
         perturbation="collateral damage: the circle is erased too",
     )
 

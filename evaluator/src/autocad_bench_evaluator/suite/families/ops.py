@@ -411,7 +411,60 @@ class UseLayer:
         return ["-LAYER", "_S", self.name, ""]
 
 
-Step = Op | Erase | UseLayer
+@dataclass(frozen=True)
+class Modify:
+    """Select the template entities through ``picks`` and apply one modify command to them.
+
+    ``command`` is ``move`` or ``copy`` (by ``target - base``), ``rotate`` (about ``base`` by
+    ``angle`` degrees counter-clockwise), ``scale`` (about ``base`` by ``factor``) or ``mirror``
+    (about the line ``base``-``axis_end``, keeping the originals when ``keep``). ``result`` are
+    the shapes the command leaves behind: the gold gets them, and the plan's ``erased`` removes
+    the originals the command deletes. LibreCAD runs its own command (``mv``, ``ro``, ``sz``,
+    ``mi`` and their option dialogs); AutoCAD gets MOVE, COPY, ROTATE, SCALE or MIRROR.
+    """
+
+    picks: tuple[Pt, ...]
+    command: str
+    result: tuple[Line | Circle | Arc | Poly, ...]
+    base: Pt
+    target: Pt = (0.0, 0.0)
+    angle: float = 0.0
+    factor: float = 1.0
+    axis_end: Pt = (0.0, 0.0)
+    keep: bool = False
+
+    def gold(self, doc: Drawing, state: GoldState) -> None:
+        for shape in self.result:
+            shape.gold(doc, state)
+
+    def librecad(self, script: LibreCADScript) -> None:
+        script.select_at(*self.picks)
+        if self.command in ("move", "copy"):
+            script.move_selection(self.base, self.target, copy=self.command == "copy")
+        elif self.command == "rotate":
+            script.rotate_selection(self.base, self.angle)
+        elif self.command == "scale":
+            script.scale_selection(self.base, self.factor)
+        elif self.command == "mirror":
+            script.mirror_selection(self.base, self.axis_end, keep_original=self.keep)
+        else:  # pragma: no cover - a programming error in a family
+            raise ValueError(f"unknown modify command {self.command!r}")
+
+    def autocad(self) -> list[str]:
+        picks = [scr_point(p) for p in self.picks]
+        base = scr_point(self.base)
+        if self.command == "move":
+            return ["_.MOVE", *picks, "", base, scr_point(self.target)]
+        if self.command == "copy":
+            return ["_.COPY", *picks, "", base, scr_point(self.target), ""]
+        if self.command == "rotate":
+            return ["_.ROTATE", *picks, "", base, fmt(self.angle)]
+        if self.command == "scale":
+            return ["_.SCALE", *picks, "", base, fmt(self.factor)]
+        return ["_.MIRROR", *picks, "", base, scr_point(self.axis_end), "_N" if self.keep else "_Y"]
+
+
+Step = Op | Erase | UseLayer | Modify
 """What a reference solution does, in order."""
 
 
