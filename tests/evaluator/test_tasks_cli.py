@@ -52,9 +52,11 @@ def test_validate_catches_a_tampered_gold_entry(tmp_path: Path) -> None:
     shutil.copytree(SHIPPED_GOLD_CACHE, copy)
     gold = copy / EVALUATOR_VERSION / "prim-hexagon" / "gold.dxf"
     gold.write_bytes(gold.read_bytes().replace(b"LWPOLYLINE", b"LWPOLYLINX", 1))
-    result = run("validate", "--gold-cache", str(copy))
+    result = run("validate", "--gold-cache", str(copy), "--task", "prim-hexagon", "--task", "prim-rectangle")
     assert result.returncode == 1
     assert "prim-hexagon" in result.stderr and "gold.dxf" in result.stderr
+    assert "prim-rectangle" not in result.stderr
+    assert run("validate", "--task", "no-such-task").returncode == 2
 
 
 def test_render_writes_a_png(tmp_path: Path) -> None:
