@@ -234,18 +234,11 @@ def test_the_stated_dimension_line_position_is_scored(
     """anno-dim-linear states "dimension line at y = 20": a dimension line elsewhere (10 mm
     further out, or on the other side inside the part) fails; picking the two points in the
     other order (another definition point, the same line) still passes."""
-    from autocad_bench_evaluator.suite.drawing import document_bytes, new_document
+    from autocad_bench_evaluator.suite.drawing import new_document
     from autocad_bench_evaluator.suite.families.ops import DimLinear, GoldState, Poly
 
     definition = registry.definition("anno-dim-linear")
     spec = definition.scoring_spec()
-
-    def metadata(doc: Drawing, name: str) -> DrawingMetadata:
-        path = tmp_path / f"{name}.dxf"
-        path.write_bytes(document_bytes(doc))
-        read = read_drawing(path, spec.schema_version)
-        assert isinstance(read, DrawingMetadata)
-        return read
 
     doc = new_document(definition.view)
     state = GoldState()
@@ -253,9 +246,7 @@ def test_the_stated_dimension_line_position_is_scored(
     a, b = ((160.0, 40.0), (40.0, 40.0)) if reversed_points else ((40.0, 40.0), (160.0, 40.0))
     DimLinear("dh", a, b, (100.0, line_y)).gold(doc, state)
     DimLinear("dv", (160.0, 40.0), (160.0, 100.0), (180.0, 70.0)).gold(doc, state)
-    report = score_drawing(
-        metadata(registry.gold_document("anno-dim-linear"), "gold"), metadata(doc, "cand"), spec, "t"
-    )
+    report = score_drawing(_gold("anno-dim-linear"), _doc_metadata(doc, spec, tmp_path / "cand.dxf"), spec, "t")
     assert report.passed == passes, report.score
     if not passes:
         assert report.score <= spec.pass_threshold - MARGIN
@@ -280,19 +271,10 @@ def test_solid_tasks_score_the_shape_not_only_the_box(tmp_path: Path, task_id: s
     box with the gold's extents all fail every solid task: MESH does not stand in for a solid, an
     open surface has no volume, and a plain box has another volume, surface or centroid than the
     extruded, revolved, drilled or united part (the box task's own box is its gold: skipped)."""
-    from autocad_bench_evaluator.suite.drawing import add_solid_from_mesh, document_bytes
+    from autocad_bench_evaluator.suite.drawing import add_solid_from_mesh
 
     spec = _spec(task_id)
-    gold_doc = registry.gold_document(task_id)
-
-    def metadata(doc: Drawing, name: str) -> DrawingMetadata:
-        path = tmp_path / f"{name}.dxf"
-        path.write_bytes(document_bytes(doc))
-        read = read_drawing(path, spec.schema_version)
-        assert isinstance(read, DrawingMetadata)
-        return read
-
-    gold = metadata(gold_doc, "gold")
+    gold = _gold(task_id)
     assert gold.physical_3d is not None and gold.physical_3d.extents is not None
     assert gold.physical_3d.volume is not None and gold.physical_3d.centroid is not None
     if stand_in == "solid-box" and task_id == "solid-extrude-plate":
@@ -304,7 +286,7 @@ def test_solid_tasks_score_the_shape_not_only_the_box(tmp_path: Path, task_id: s
         mesh.render_mesh(doc.modelspace())  # type: ignore[attr-defined]
     else:
         add_solid_from_mesh(doc, mesh)
-    report = score_drawing(gold, metadata(doc, stand_in), spec, "t")
+    report = score_drawing(gold, _doc_metadata(doc, spec, tmp_path / f"{stand_in}.dxf"), spec, "t")
     assert not report.passed and report.score <= spec.pass_threshold - MARGIN, report.score
     extents3d = report.components["extents3d"].details
     if stand_in == "mesh-box":
@@ -326,30 +308,21 @@ def test_the_stated_object_type_is_scored(tmp_path: Path) -> None:
     """Prompts say "as one closed polyline" or "three separate LINE objects": on every task whose
     gold holds a polyline, exploding it into LINEs and ARCs (the same geometry, other objects)
     fails, and a triangle of LINEs redrawn as one closed polyline fails too."""
-    from autocad_bench_evaluator.suite.drawing import document_bytes
-
-    def metadata(doc: Drawing, name: str, spec: ScoringSpec) -> DrawingMetadata:
-        path = tmp_path / f"{name}.dxf"
-        path.write_bytes(document_bytes(doc))
-        read = read_drawing(path, spec.schema_version)
-        assert isinstance(read, DrawingMetadata)
-        return read
-
     tasks = _with_polyline()
     assert len(tasks) >= 100
     for task_id in tasks[::3]:  # every third keeps the test quick; all families appear
         spec = _spec(task_id)
-        gold = metadata(registry.gold_document(task_id), "gold", spec)
+        gold = _gold(task_id)
         doc = registry.gold_document(task_id)
         polyline = next(e for e in doc.modelspace() if e.dxftype() == "LWPOLYLINE")
-        polyline.explode()
-        report = score_drawing(gold, metadata(doc, "exploded", spec), spec, "t")
+        polyline.explode()  # type: ignore[attr-defined]  # an LWPOLYLINE, found by its type
+        report = score_drawing(gold, _doc_metadata(doc, spec, tmp_path / "exploded.dxf"), spec, "t")
         assert not report.passed and report.score <= spec.pass_threshold - MARGIN, (task_id, report.score)
     spec = _spec("prim-line-triangle")
     gold_doc = registry.gold_document("prim-line-triangle")
     corners = [e.dxf.start for e in gold_doc.modelspace() if e.dxftype() == "LINE"]
-    gold = metadata(gold_doc, "gold", spec)
+    gold = _gold("prim-line-triangle")
     doc = registry.template_document("prim-line-triangle")
     doc.modelspace().add_lwpolyline([(p.x, p.y) for p in corners], close=True)
-    report = score_drawing(gold, metadata(doc, "joined", spec), spec, "t")
+    report = score_drawing(gold, _doc_metadata(doc, spec, tmp_path / "joined.dxf"), spec, "t")
     assert not report.passed and report.score <= spec.pass_threshold - MARGIN, report.score
