@@ -131,3 +131,84 @@ def evaluation_dir(rollout: Path, *, score: float | None = 0.8, judge: float | N
         (folder / "gold-render.png").write_bytes(png(rgb=(240, 240, 240)))
         (folder / "diff.png").write_bytes(png(rgb=(200, 60, 60)))
     return folder
+
+
+def scored_rollout(batch: Path, rollout_id: str, score: float | None, *, passed: bool | None = None,
+                   provenance: dict[str, str] | None = None, usage: dict[str, int] | None = None) -> Path:
+    """The files the metrics read for one rollout: ``evaluation/score.json`` (when ``score``
+    is not None), ``result.json`` with its usage and ``assignment.json`` with its task
+    provenance (family, skill, difficulty)."""
+    root = batch / "rollouts" / rollout_id
+    (root / "evaluation").mkdir(parents=True, exist_ok=True)
+    if score is not None:
+        (root / "evaluation" / "score.json").write_text(json.dumps({
+            "kind": "deterministic", "score": score, "passed": score >= 0.75 if passed is None else passed,
+            "pass_threshold": 0.75, "valid": True, "components": {}}))
+    (root / "result.json").write_text(json.dumps({"usage": usage or {"input_tokens": 1000, "output_tokens": 100}}))
+    (root / "assignment.json").write_text(json.dumps({"task_provenance": provenance or {}}))
+    return root
+
+
+# --- runs for the leaderboard -------------------------------------------------------------------
+
+SCRIPT_MODEL = "<script>alert('x')</script>&"
+
+
+def metrics_batch(directory: Path, name: str, rollouts: list[dict[str, Any]], *, suite: str = "core",
+                  evaluator: str = "eval-1", step_budget: int | None = 50, trials: int = 1) -> Path:
+    """A finished batch whose rollouts carry exactly what :func:`autocad_bench.metrics.read_run`
+    reads. Each rollout spec: model, task, score (None: unscored), and optionally provider,
+    trial, cost, infra, family, skill, difficulty, state, failure_class, turns, passed."""
+    entries = []
+    for i, spec in enumerate(rollouts):
+        rollout_id = f"{name}-{i:04d}"
+        state = spec.get("state", "done")
+        entries.append(entry(
+            rollout_id, state, provider=spec.get("provider", "scripted"), model=spec["model"],
+            task_id=spec["task"], assignment_id=f"{name}-{spec['model']}-{spec['task']}",
+            trial=spec.get("trial", 1), token_cost_usd=spec.get("cost", 0.1),
+            infrastructure_cost_usd=spec.get("infra", 0.0), turns=spec.get("turns", 10),
+            failure_class=spec.get("failure_class"), stop_reason=None,
+            started_at="2026-11-30T06:00:00+00:00", finished_at="2026-11-30T06:01:30+00:00"))
+        provenance = {k: spec[k] for k in ("family", "skill", "difficulty") if spec.get(k)}
+        scored_rollout(directory, rollout_id, spec.get("score"), passed=spec.get("passed"), provenance=provenance)
+    state = batch_state(entries, name=name, evaluation=True, status="finished")
+    state["conditions"] = {"suite": suite, "evaluator_version": evaluator, "step_budget": step_budget,
+                           "max_actions": 5000, "trials": trials}
+    return write_batch(directory, state)
+
+
+def leaderboard_runs(root: Path) -> list[Path]:
+    """Three batches under ``root`` (and one unreadable directory):
+
+    - ``alpha`` (suite core, eval-1, 50 steps, 2 trials): ``strong`` (high score, $0.50 per
+      rollout, 40 tasks in 20 families: narrow intervals), ``cheap`` ($0.10, middling) and
+      ``dominated`` (worse and dearer than ``strong``); skills ``lines`` and ``circles``;
+    - ``beta`` (same conditions): a model named like a script tag with one task (so no
+      interval: wide), plus one rollout lost to an infrastructure failure (unscored);
+    - ``gamma`` (100 steps): ``strong`` again, which therefore splits into two rows;
+    - ``broken``: a batch-state.json that is not JSON.
+    """
+    alpha: list[dict[str, Any]] = []
+    for t in range(40):
+        common = {"task": f"t{t:02d}", "family": f"fam{t // 2:02d}", "skill": "lines" if t % 2 else "circles",
+                  "difficulty": "easy" if t < 20 else "hard"}
+        for trial in (1, 2):
+            strong = 0.95 if (t + trial) % 13 else 0.55
+            alpha.append({**common, "model": "strong", "trial": trial, "score": strong, "cost": 0.5})
+            alpha.append({**common, "model": "cheap", "trial": trial, "score": 0.3 + 0.5 * ((t + trial) % 3 == 0),
+                          "cost": 0.1})
+            alpha.append({**common, "model": "dominated", "trial": trial, "score": 0.2 + 0.6 * (t % 5 == 0),
+                          "cost": 0.6})
+    beta: list[dict[str, Any]] = [
+        {"model": SCRIPT_MODEL, "task": "t00", "family": "fam00", "skill": "lines", "score": 0.4, "cost": 0.3},
+        {"model": SCRIPT_MODEL, "task": "t01", "family": "fam00", "skill": "lines", "score": None,
+         "state": "failed", "failure_class": "infrastructure_error", "cost": 0.0, "infra": 0.05}]
+    gamma: list[dict[str, Any]] = [
+        {"model": "strong", "task": f"t{t:02d}", "family": f"fam{t:02d}", "skill": "lines", "score": 0.9,
+         "cost": 0.7, "turns": 80} for t in range(3)]
+    dirs = [metrics_batch(root / "alpha", "alpha", alpha, trials=2), metrics_batch(root / "beta", "beta", beta),
+            metrics_batch(root / "gamma", "gamma", gamma, step_budget=100)]
+    (root / "broken").mkdir(parents=True)
+    (root / "broken" / "batch-state.json").write_text('{"torn": ')
+    return dirs

@@ -110,6 +110,6 @@ def test_execute_mode_prints_plain_progress_and_keeps_the_summary(tmp_path: Path
         assert f"{rollout}: queued -> starting" in result.stderr
         assert re.search(rf"{rollout}: (starting|running) -> done turns=2 actions=2", result.stderr)
     assert "finished: queued 0 starting 0 running 0 evaluating 0 done 2 failed 0" in result.stderr
-    assert "provider/model" in result.stderr  # the final summary table is still printed
+    assert "mean score" in result.stderr and "scripted/m-1" in result.stderr  # the final table is printed
     assert json.loads(result.stdout.strip().splitlines()[-1])["counts"]["done"] == 2
     assert (tmp_path / "out" / "summary.json").exists() and (tmp_path / "out" / "summary.csv").exists()

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from autocad_bench.dashboard.charts import batch_charts, model_stats
+from autocad_bench.dashboard.charts import batch_charts
 from autocad_bench.dashboard.overlay import overlay_svg
 from autocad_bench.dashboard.reader import NotFound, PathRefused, RunsRoot, effective_state
+from autocad_bench.metrics import model_rows, read_run
 from tests.dashboard.builders import (
     CLICK,
     DRAG,
@@ -20,6 +21,7 @@ from tests.dashboard.builders import (
     evaluation_dir,
     rollout_dir,
     run_state,
+    scored_rollout,
     write_batch,
 )
 
@@ -179,16 +181,22 @@ def test_paths_outside_the_root_are_refused(tmp_path: Path) -> None:
 def test_charts_are_valid_svg_and_aggregate_every_rollout(tmp_path: Path) -> None:
     rows = []
     batch = write_batch(tmp_path / "b", batch_state(
-        [entry(f"r{i}", "done", model=f"m{i % 3}", score=i / 10, passed=i >= 5, token_cost_usd=0.1 * i)
-         for i in range(10)] + [entry("q", "queued")]))
+        [entry(f"r{i}", "done", model=f"m{i % 3}", task_id=f"t{i}", score=i / 10, passed=i >= 5,
+               token_cost_usd=0.1 * i) for i in range(10)] + [entry("q", "queued")]))
+    for i in range(10):
+        scored_rollout(batch, f"r{i}", i / 10, passed=i >= 5)
     rows = list(RunsRoot(tmp_path).batch("b").rollouts)
-    charts = batch_charts(rows)
+    models, _ = model_rows([read_run(batch)], breakdowns=False)
+    charts = batch_charts(rows, models)
     for svg in charts.values():
         ET.fromstring(svg)
     assert charts["cost_vs_score"].count("<circle") == 10
-    stats = {s["model"]: s for s in model_stats(rows)}
-    assert stats["scripted/m0"]["rollouts"] == 4 and stats["scripted/m2"]["pass_rate"] == pytest.approx(2 / 3)
-    assert batch.exists()
+    by_id = {m.row_id: m.metrics for m in models}
+    assert by_id["scripted/m0"].rollouts == 4 and by_id["scripted/m2"].pass_at_1.value == pytest.approx(2 / 3)
+    # Every model's two bars carry their interval whiskers (three models with an interval each).
+    assert charts["per_model"].count('class="ci-whisker"') == 6
+    m2 = by_id["scripted/m2"].mean_score
+    assert f"[{m2.low:.3f}, {m2.high:.3f}]" in charts["per_model"]
 
 
 def test_overlay_draws_every_action_kind() -> None:

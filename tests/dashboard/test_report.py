@@ -61,7 +61,12 @@ def test_report_is_self_contained(tmp_path: Path, pillow: bool, monkeypatch: pyt
     links.feed(html)
     assert links.urls and all(u.startswith("data:image/png;base64,") for u in links.urls), links.urls
     assert "script" not in links.tags and "link" not in links.tags
-    assert html.count("<svg") == 3 and "Cost vs score per rollout" in html
+    assert html.count('<svg class="chart"') == 3 and "Cost vs score per rollout" in html
+    # Per-model metrics from autocad_bench.metrics: one row per model, each without an interval
+    # (one task) and so marked wide; a and b have a value (b's model failure counts as 0), c none.
+    assert html.count('<tr class="model-row wide"') == 3
+    assert html.count('<svg class="ci wide"') == 4 and "0.800 [no interval]" in html
+    assert "unscored: 1 of 1 rollouts" in html
     assert html.count('alt="last frame of') == 2 and 'alt="diff of r0"' in html
     assert 'data-rollout="r2"' in html and "action_rejected" in html
     assert SECRET not in html

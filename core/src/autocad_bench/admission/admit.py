@@ -4,6 +4,11 @@ Configuration problems (steps 1-3 and the offline parts of 4 and 6) are collecte
 raised together as one :class:`ConfigError`; environment checks (credentials, backend
 preflight, model catalogs) become report entries so plan mode shows all of them at once.
 Nothing here creates or changes external state.
+
+Checks that concern what the user wrote (unique ids and assignments, the task suite, tasks,
+provider options) look at assignments; checks that concern what will run (the expected
+count, credentials, preflight capacity, the report) look at every planned rollout, one per
+(assignment, trial) (see :mod:`autocad_bench.config.trials`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from autocad_bench.admission.suites import resolve_task_suite
 from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.config.secrets import literal_credentials
+from autocad_bench.config.trials import PlannedRollout, active_entries
 from autocad_bench.errors import ConfigError, PluginError, Problem
 from autocad_bench.infrastructure.models import (
     REJECTED_BROKER_VERSIONS,
@@ -66,14 +72,17 @@ def admit(
 ) -> Admission:
     """Run the admission sequence; raise :class:`ConfigError` for configuration problems."""
     config = loaded.config
+    planned = loaded.planned_rollouts()
+    enabled = [r for r in planned if r.enabled]
+    entries = active_entries(planned)
     problems: list[Problem] = []
     problems += _unique_ids(loaded)
-    problems += _unique_assignments(loaded)
-    problems += _expected_count(loaded, options.allow_partial)
+    problems += _unique_assignments(loaded, entries)
+    problems += _expected_count(loaded, enabled, options.allow_partial)
     problems += _task_suite(loaded)
-    problems += _tasks(loaded, options)
+    problems += _tasks(loaded, entries, options)
     problems += _evaluation_settings(loaded)
-    providers, provider_problems = _load_providers(loaded, host)
+    providers, provider_problems = _load_providers(loaded, entries, host)
     problems += provider_problems
     problems += _broker_version(loaded)
     problems += literal_credentials(config.infrastructure.settings, loaded.at("$.infrastructure.settings"))
@@ -95,23 +104,22 @@ def admit(
                        reason="valid JSON; no unknown fields"),
         AdmissionCheck(step=2, name="unique_assignments", passed=True,
                        reason=f"{len(config.rollouts)} unique rollout ids and assignments"),
-        _count_check(loaded, options.allow_partial),
+        _count_check(loaded, enabled, options.allow_partial),
     ]
-    names, credentials_check = _credentials(loaded, providers, environ)
+    names, credentials_check = _credentials(loaded, enabled, providers, environ)
     checks.append(credentials_check)
-    checks.extend(_gold_cache(loaded))
+    checks.extend(_gold_cache(loaded, enabled))
     checks.append(AdmissionCheck(step=6, name="broker_version", passed=True,
                                  reason=f"{config.infrastructure.broker_version} is supported"))
-    preflight = _preflight(loaded, backend, options)
+    preflight = _preflight(loaded, enabled, backend, options)
     checks.extend(
         AdmissionCheck(step=7 if ("quota" in c.name or "capacity" in c.name) else 6,
                        name=f"preflight.{c.name}", passed=c.passed, reason=c.reason,
                        details=c.details)
         for c in preflight.checks
     )
-    checks.extend(_catalog(loaded, providers, environ, names, options))
+    checks.extend(_catalog(loaded, enabled, providers, environ, names, options))
     passed = all(c.passed for c in checks)
-    enabled = config.enabled_rollouts
     report = PlanReport(
         mode="execute" if options.mode == "execute" else "plan",
         config=loaded.label,
@@ -121,6 +129,7 @@ def admit(
         broker_version=config.infrastructure.broker_version,
         execution_mode=config.execution_mode,
         expected_rollouts=config.expected_rollouts,
+        trials=config.trials,
         enabled_rollouts=len(enabled),
         allow_partial=options.allow_partial,
         max_concurrency=config.max_concurrency,
@@ -128,9 +137,10 @@ def admit(
         budgets=budgets,
         checks=checks,
         assignments=[
-            AssignmentReport(rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider,
-                             model=r.model, enabled=r.enabled, infrastructure_backend=backend.name)
-            for r in config.rollouts
+            AssignmentReport(rollout_id=r.rollout_id, assignment_id=r.assignment_id, trial=r.trial,
+                             task_id=r.task_id, provider=r.provider, model=r.model, enabled=r.enabled,
+                             infrastructure_backend=backend.name)
+            for r in planned
         ],
     )
     return Admission(report=report, backend=backend, providers=providers, credential_names=names)
@@ -153,12 +163,10 @@ def _unique_ids(loaded: LoadedConfig) -> list[Problem]:
     return problems
 
 
-def _unique_assignments(loaded: LoadedConfig) -> list[Problem]:
+def _unique_assignments(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]]) -> list[Problem]:
     first: dict[tuple[str, str, str], int] = {}
     problems = []
-    for index, entry in enumerate(loaded.config.rollouts):
-        if not entry.enabled:
-            continue
+    for index, entry in entries:
         key = (entry.task_id, entry.provider, entry.model)
         if key in first:
             problems.append(Problem(
@@ -174,35 +182,52 @@ def _unique_assignments(loaded: LoadedConfig) -> list[Problem]:
 # --- step 3 ------------------------------------------------------------------------------
 
 
-def _expected_count(loaded: LoadedConfig, allow_partial: bool) -> list[Problem]:
+def _enabled_count(loaded: LoadedConfig, enabled: list[PlannedRollout]) -> str:
+    """How the enabled rollouts come about: ``"2"``, or ``"2 assignments × 3 trials = 6"``."""  # noqa: RUF002
+    trials = loaded.config.trials
+    if trials == 1:
+        return str(len(enabled))
+    if loaded.only_rollouts is not None:
+        return f"{len(enabled)} selected trial rollouts"
+    assignments = len({r.index for r in enabled})
+    return f"{assignments} assignments × {trials} trials = {len(enabled)}"  # noqa: RUF001
+
+
+def _expected_count(loaded: LoadedConfig, enabled: list[PlannedRollout], allow_partial: bool) -> list[Problem]:
     config = loaded.config
-    enabled = len(config.enabled_rollouts)
-    if enabled == 0:
+    if not enabled:
         return [Problem(loaded.at("$.rollouts"), "no rollout is enabled")]
-    if allow_partial or enabled == config.expected_rollouts:
+    if allow_partial or len(enabled) == config.expected_rollouts:
         return []
     return [Problem(
         loaded.at("$.expected_rollouts"),
-        f"expects {config.expected_rollouts} enabled rollouts but the config enables {enabled} "
-        "(pass --allow-partial only for a deliberately smaller experiment)",
+        f"expects {config.expected_rollouts} enabled rollouts but the config enables "
+        f"{_enabled_count(loaded, enabled)} (pass --allow-partial only for a deliberately smaller experiment)",
     )]
 
 
-def _count_check(loaded: LoadedConfig, allow_partial: bool) -> AdmissionCheck:
+def _count_check(loaded: LoadedConfig, enabled: list[PlannedRollout], allow_partial: bool) -> AdmissionCheck:
     config = loaded.config
-    enabled = len(config.enabled_rollouts)
-    if enabled == config.expected_rollouts:
-        reason = f"{enabled} enabled rollouts, as expected"
+    count = len(enabled)
+    described = _enabled_count(loaded, enabled)
+    detail = "" if described == str(count) else f" ({described})"
+    if count == config.expected_rollouts:
+        reason = f"{count} enabled rollouts{detail}, as expected"
     else:
-        reason = f"{enabled} of {config.expected_rollouts} expected rollouts enabled (--allow-partial)"
+        reason = f"{count} of {config.expected_rollouts} expected rollouts enabled{detail} (--allow-partial)"
     if config.task_suite:
         reason += f"; every model runs task suite {config.task_suite!r} in order"
+        if config.trials > 1:
+            reason += f" in each of {config.trials} trials"
     return AdmissionCheck(step=3, name="expected_rollouts", passed=True, reason=reason,
-                          details={"enabled": enabled, "expected": config.expected_rollouts,
-                                   "allow_partial": allow_partial})
+                          details={"enabled": count, "expected": config.expected_rollouts,
+                                   "trials": config.trials, "allow_partial": allow_partial})
 
 
 def _task_suite(loaded: LoadedConfig) -> list[Problem]:
+    """Every model runs the suite's tasks in order. This is a property of the assignments as
+    written (every trial repeats them all), so a rerun selection of a few failed trials
+    does not break it."""
     config = loaded.config
     if not config.task_suite:
         return []
@@ -224,7 +249,7 @@ def _task_suite(loaded: LoadedConfig) -> list[Problem]:
     return problems
 
 
-def _tasks(loaded: LoadedConfig, options: AdmissionOptions) -> list[Problem]:
+def _tasks(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]], options: AdmissionOptions) -> list[Problem]:
     tasks_dir = loaded.tasks_dir
     if tasks_dir is None:
         if options.mode == "execute":
@@ -233,12 +258,11 @@ def _tasks(loaded: LoadedConfig, options: AdmissionOptions) -> list[Problem]:
     if not tasks_dir.is_dir():
         return [Problem(loaded.at("$.tasks_dir"), f"not a directory: {tasks_dir}")]
     problems: list[Problem] = []
-    for index, entry in enumerate(loaded.config.rollouts):
-        if entry.enabled:
-            try:
-                load_task(tasks_dir, entry.task_id, loaded.at(f"$.rollouts[{index}].task_id"))
-            except ConfigError as error:
-                problems += error.problems
+    for index, entry in entries:
+        try:
+            load_task(tasks_dir, entry.task_id, loaded.at(f"$.rollouts[{index}].task_id"))
+        except ConfigError as error:
+            problems += error.problems
     return problems
 
 
@@ -254,13 +278,12 @@ def _evaluation_settings(loaded: LoadedConfig) -> list[Problem]:
 # --- step 4 ------------------------------------------------------------------------------
 
 
-def _load_providers(loaded: LoadedConfig, host: PluginHost) -> tuple[dict[str, PluginHandle], list[Problem]]:
+def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]],
+                    host: PluginHost) -> tuple[dict[str, PluginHandle], list[Problem]]:
     providers: dict[str, PluginHandle] = {}
     failed: set[str] = set()
     problems: list[Problem] = []
-    for index, entry in enumerate(loaded.config.rollouts):
-        if not entry.enabled:
-            continue
+    for index, entry in entries:
         where = loaded.at(f"$.rollouts[{index}]")
         if entry.provider in failed:
             continue
@@ -278,24 +301,32 @@ def _load_providers(loaded: LoadedConfig, host: PluginHost) -> tuple[dict[str, P
 
 
 def _credentials(
-    loaded: LoadedConfig, providers: Mapping[str, PluginHandle], environ: Mapping[str, str]
+    loaded: LoadedConfig, enabled: list[PlannedRollout], providers: Mapping[str, PluginHandle],
+    environ: Mapping[str, str],
 ) -> tuple[dict[str, list[str]], AdmissionCheck]:
+    """Credential names per planned rollout (every trial); the provider is asked once per assignment."""
     config = loaded.config
-    needed: dict[str, list[str]] = defaultdict(list)
+    # Name -> assignment id -> how many of its trials need it (named once per assignment).
+    needed: dict[str, dict[str, int]] = defaultdict(dict)
     names_by_rollout: dict[str, list[str]] = {}
-    for entry in config.enabled_rollouts:
-        spec = model_spec(entry, loaded.path.parent)
-        names = list(providers[entry.provider].call("credential_names", model=spec) or [])
-        names_by_rollout[entry.rollout_id] = names
+    by_assignment: dict[int, list[str]] = {}
+    for rollout in enabled:
+        if rollout.index not in by_assignment:
+            spec = model_spec(rollout.entry, loaded.path.parent)
+            by_assignment[rollout.index] = list(
+                providers[rollout.provider].call("credential_names", model=spec) or [])
+        names = by_assignment[rollout.index]
+        names_by_rollout[rollout.rollout_id] = names
         for name in names:
-            needed[name].append(entry.rollout_id)
+            users = needed[name]
+            users[rollout.assignment_id] = users.get(rollout.assignment_id, 0) + 1
     judge = config.evaluation.judge
     if config.evaluation.enabled and judge is not None and judge.enabled:
-        needed[judge.credential_env].append("vision judge")
+        needed[judge.credential_env]["vision judge"] = 1
     missing = sorted(name for name in needed if not environ.get(name))
     if missing:
         reason = "missing environment variables: " + "; ".join(
-            f"{name} (needed by {', '.join(needed[name])})" for name in missing
+            f"{name} (needed by {_users(needed[name])})" for name in missing
         )
         check = AdmissionCheck(step=4, name="credentials", passed=False, reason=reason,
                                details={"missing": list(missing)})
@@ -309,10 +340,15 @@ def _credentials(
     return names_by_rollout, check
 
 
+def _users(users: Mapping[str, int]) -> str:
+    """``"r1, r2"``, or ``"r1 (3 trials), r2 (3 trials)"`` when assignments run several trials."""
+    return ", ".join(user if count == 1 else f"{user} ({count} trials)" for user, count in users.items())
+
+
 # --- step 5 ------------------------------------------------------------------------------
 
 
-def _gold_cache(loaded: LoadedConfig) -> list[AdmissionCheck]:
+def _gold_cache(loaded: LoadedConfig, enabled: list[PlannedRollout]) -> list[AdmissionCheck]:
     evaluation = loaded.config.evaluation
     if not evaluation.enabled:
         return [AdmissionCheck(step=5, name="gold_cache", passed=True,
@@ -324,7 +360,7 @@ def _gold_cache(loaded: LoadedConfig) -> list[AdmissionCheck]:
                                reason='evaluation is enabled but the evaluator is not installed: '
                                       'pip install "autocad-bench[evaluator]"')]
     root = loaded.gold_cache
-    tasks = [r.task_id for r in loaded.config.enabled_rollouts]
+    tasks = list(dict.fromkeys(r.task_id for r in enabled))
     problems = check_gold_cache(root, str(evaluation.evaluator_version), tasks) if root else []
     return [AdmissionCheck(
         step=5, name="gold_cache", passed=not problems,
@@ -347,14 +383,15 @@ def _broker_version(loaded: LoadedConfig) -> list[Problem]:
                            f"(supported: {', '.join(SUPPORTED_BROKER_VERSIONS)})")]
 
 
-def _preflight(loaded: LoadedConfig, backend: PluginHandle, options: AdmissionOptions) -> PreflightReport:
+def _preflight(loaded: LoadedConfig, enabled: list[PlannedRollout], backend: PluginHandle,
+               options: AdmissionOptions) -> PreflightReport:
     config = loaded.config
     request = PreflightRequest(
         batch_id=options.batch_id,
         spec=config.infrastructure,
         assignments=tuple(
             AssignmentView(rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider, model=r.model)
-            for r in config.enabled_rollouts
+            for r in enabled
         ),
         max_concurrency=config.max_concurrency,
         evaluation_enabled=config.evaluation.enabled,
@@ -372,6 +409,7 @@ def _preflight(loaded: LoadedConfig, backend: PluginHandle, options: AdmissionOp
 
 def _catalog(
     loaded: LoadedConfig,
+    enabled: list[PlannedRollout],
     providers: Mapping[str, PluginHandle],
     environ: Mapping[str, str],
     names_by_rollout: Mapping[str, list[str]],
@@ -380,12 +418,13 @@ def _catalog(
     if options.skip_direct_model_check:
         return [AdmissionCheck(step=8, name="model_catalog", passed=options.mode != "execute",
                                reason="skipped (--skip-direct-model-check); execute mode never skips it")]
-    by_provider: dict[str, list[RolloutEntry]] = defaultdict(list)
-    for entry in loaded.config.enabled_rollouts:
-        by_provider[entry.provider].append(entry)
+    by_provider: dict[str, list[PlannedRollout]] = defaultdict(list)
+    for rollout in enabled:
+        by_provider[rollout.provider].append(rollout)
     checks = []
-    for provider, entries in sorted(by_provider.items()):
-        names = sorted({n for e in entries for n in names_by_rollout[e.rollout_id]})
+    for provider, rollouts in sorted(by_provider.items()):
+        names = sorted({n for r in rollouts for n in names_by_rollout[r.rollout_id]})
+        entries = list({r.index: r.entry for r in rollouts}.values())
         if any(not environ.get(n) for n in names):
             checks.append(AdmissionCheck(step=8, name=f"model_catalog.{provider}", passed=False,
                                          reason="not checked: credentials missing"))

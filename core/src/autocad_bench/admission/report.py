@@ -21,7 +21,12 @@ class AdmissionCheck(StrictModel):
 
 
 class AssignmentReport(StrictModel):
+    """One planned rollout: ``assignment_id`` is the rollout id as written, ``trial`` which
+    repeat of it this is (its ``rollout_id`` is ``<assignment_id>.t<trial>`` when trials > 1)."""
+
     rollout_id: str
+    assignment_id: str
+    trial: int = 1
     task_id: str
     provider: str
     model: str
@@ -40,6 +45,7 @@ class PlanReport(StrictModel):
     broker_version: str
     execution_mode: Literal["shared", "subprocess"]
     expected_rollouts: int
+    trials: int = 1
     enabled_rollouts: int
     allow_partial: bool
     max_concurrency: int

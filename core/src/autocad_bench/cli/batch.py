@@ -34,7 +34,8 @@ from autocad_bench.plugins import PluginHost
               help="Per-rollout wall-clock cap in seconds (overrides AUTOCAD_BENCH_MAX_DURATION_S).")
 @click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Per-rollout model-turn cap.")
 @click.option("--rerun-failed-from", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="An earlier batch output: run only its rollouts that failed with a --failure-class.")
+              help="An earlier batch output: run only its rollouts (per trial) that failed with a "
+                   "--failure-class, under the same rollout ids.")
 @click.option("--failure-class", "failure_classes", multiple=True,
               type=click.Choice([c.value for c in FailureClass]),
               help="With --rerun-failed-from: the failure classes to rerun (repeatable).")

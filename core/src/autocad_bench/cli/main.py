@@ -9,6 +9,7 @@ import click
 
 from autocad_bench import __version__
 from autocad_bench.cli.batch import batch_command
+from autocad_bench.cli.metrics import compare_command, leaderboard_command, metrics_command
 from autocad_bench.cli.models import models_command
 from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
@@ -29,6 +30,9 @@ cli.add_command(models_command)
 cli.add_command(dashboard_command)
 cli.add_command(report_command)
 cli.add_command(reap_command)
+cli.add_command(metrics_command)
+cli.add_command(compare_command)
+cli.add_command(leaderboard_command)
 
 
 class _LazyTasks(click.Group):

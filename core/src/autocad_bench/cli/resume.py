@@ -23,7 +23,8 @@ def resume_command(batch_dir: Path, execute: bool) -> None:
 
     The plan lists every assignment as complete, failed, resume (reconnect and continue
     from its checkpoint), start (never reached the model) or lost (no reconnectable
-    worker). Exit 0 when nothing is lost (plan) or every rollout completed (execute).
+    worker). Each trial of a repeated assignment is planned on its own, under its trial
+    rollout id. Exit 0 when nothing is lost (plan) or every rollout completed (execute).
     """
     environ = dict(os.environ)
     host = PluginHost(environ=environ)

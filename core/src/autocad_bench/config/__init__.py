@@ -16,6 +16,7 @@ from autocad_bench.config.models import (
     RolloutEntry,
 )
 from autocad_bench.config.secrets import literal_credentials
+from autocad_bench.config.trials import PlannedRollout, expand_trials, trial_rollout_id
 
 __all__ = [
     "MAX_COST_ENV",
@@ -25,9 +26,12 @@ __all__ = [
     "EvaluationConfig",
     "JudgeConfig",
     "LoadedConfig",
+    "PlannedRollout",
     "RolloutEntry",
     "effective_budgets",
+    "expand_trials",
     "literal_credentials",
     "load_config",
     "parse_config_text",
+    "trial_rollout_id",
 ]

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from autocad_bench.config.models import BatchConfig, BudgetConfig
+from autocad_bench.config.trials import PlannedRollout, expand_trials
 from autocad_bench.errors import ConfigError, Problem
 from autocad_bench.validation import problems_from_validation_error
 
@@ -20,11 +21,47 @@ MAX_DURATION_ENV = "AUTOCAD_BENCH_MAX_DURATION_S"
 
 @dataclass(frozen=True, slots=True)
 class LoadedConfig:
-    """A validated configuration and where it came from (``label`` prefixes every location)."""
+    """A validated configuration and where it came from (``label`` prefixes every location).
+
+    ``only_rollouts`` restricts the batch to exactly these planned rollout ids (a rerun of
+    failed trials, or a resume); ``None`` runs every enabled assignment ``trials`` times.
+    """
 
     config: BatchConfig
     path: Path
     label: str
+    only_rollouts: frozenset[str] | None = None
+
+    def planned_rollouts(self) -> tuple[PlannedRollout, ...]:
+        """Every rollout of the batch, one per (assignment, trial); see :mod:`.trials`."""
+        return expand_trials(self.config, self.only_rollouts)
+
+    def enabled_trials(self) -> list[PlannedRollout]:
+        """The rollouts this batch runs, in launch order."""
+        return [r for r in self.planned_rollouts() if r.enabled]
+
+    def select(self, rollout_ids: Iterable[str], *, source: str) -> LoadedConfig:
+        """This configuration restricted to exactly ``rollout_ids`` (planned trial ids).
+
+        Raises :class:`ConfigError` naming the ids this configuration does not plan;
+        ``source`` says where they came from (``"the earlier batch"``).
+        """
+        wanted = frozenset(rollout_ids)
+        unknown = wanted - {r.rollout_id for r in expand_trials(self.config)}
+        if unknown:
+            hint = ("" if self.config.trials == 1 and not any(".t" in u for u in unknown) else
+                    f" (this configuration has trials = {self.config.trials}; trial rollouts are named "
+                    "<rollout_id>.t<n> only when trials > 1)")
+            raise ConfigError([Problem(self.at("$.rollouts"), f"rollouts of {source} are missing here: "
+                                                             f"{', '.join(sorted(unknown))}{hint}")])
+        return replace(self, only_rollouts=wanted)
+
+    @property
+    def task_suite_path(self) -> Path | None:
+        """The configured task suite file, resolved against the configuration file's directory."""
+        if not self.config.task_suite:
+            return None
+        return self.path.parent / self.config.task_suite
 
     @property
     def tasks_dir(self) -> Path | None:

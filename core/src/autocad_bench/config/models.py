@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from autocad_bench.costs.budget import RolloutBudget
 from autocad_bench.costs.pricing import PricingContract
@@ -56,6 +57,10 @@ class BatchConfig(StrictModel):
         default=None, description="directory of task folders (task.json, reference.png, template), "
         "relative to the configuration file",
     )
+    trials: int = Field(
+        default=1, ge=1, le=100, description="rollouts per enabled assignment; with more than one, "
+        "trial n of assignment <rollout_id> runs as rollout <rollout_id>.t<n>",
+    )
     max_concurrency: int = Field(default=1, ge=1)
     execution_mode: Literal["shared", "subprocess"] = "shared"
     infrastructure: InfrastructureSpec
@@ -69,4 +74,25 @@ class BatchConfig(StrictModel):
 
     @property
     def enabled_rollouts(self) -> list[RolloutEntry]:
+        """The enabled assignments as written (each runs ``trials`` times)."""
         return [r for r in self.rollouts if r.enabled]
+
+    @model_validator(mode="after")
+    def _trial_ids_fit(self) -> Self:
+        from autocad_bench.config.trials import MAX_ROLLOUT_ID_LENGTH, longest_trial_id
+
+        errors = []
+        for index, entry in enumerate(self.rollouts):
+            longest = longest_trial_id(entry.rollout_id, self.trials)
+            if len(longest) > MAX_ROLLOUT_ID_LENGTH:
+                errors.append(InitErrorDetails(
+                    type=PydanticCustomError(
+                        "trial_id_too_long",
+                        "with trials = {trials} the id of its last trial ('{suffix}' appended) has {length} "
+                        "characters; rollout ids, trial suffix included, are at most {limit}",
+                        {"trials": self.trials, "suffix": longest[len(entry.rollout_id):],
+                         "length": len(longest), "limit": MAX_ROLLOUT_ID_LENGTH}),
+                    loc=("rollouts", index, "rollout_id"), input=entry.rollout_id))
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from autocad_bench.config.loading import LoadedConfig
@@ -11,11 +10,14 @@ from autocad_bench.errors import ConfigError, Problem
 
 
 def select_failed(loaded: LoadedConfig, previous: Path, classes: set[str]) -> LoadedConfig:
-    """Enable exactly the rollouts that failed in ``previous`` with one of ``classes``.
+    """Restrict the batch to exactly the rollouts that failed in ``previous`` with one of ``classes``.
 
+    Selection is per rollout, so per trial: when ``x.t2`` failed the new batch runs ``x.t2``
+    (keeping its id and trial number) and not the other trials of ``x``. The configuration
+    as written is unchanged; the selection travels as :attr:`LoadedConfig.only_rollouts`.
     The earlier batch is untouched (its failures stay recorded once); the new batch gets
-    new attempt ids. Raises :class:`ConfigError` when nothing matches or the earlier
-    batch state cannot be read.
+    new attempt ids. Raises :class:`ConfigError` when nothing matches, when the earlier
+    batch ran rollouts this configuration does not plan, or when its state cannot be read.
     """
     state_path = previous / "batch-state.json"
     try:
@@ -25,9 +27,4 @@ def select_failed(loaded: LoadedConfig, previous: Path, classes: set[str]) -> Lo
         raise ConfigError([Problem(str(state_path), f"cannot read the earlier batch state: {error}")]) from None
     if not failed:
         raise ConfigError([Problem(str(state_path), f"no rollout failed with {', '.join(sorted(classes))}")])
-    unknown = failed - {r.rollout_id for r in loaded.config.rollouts}
-    if unknown:
-        raise ConfigError([Problem(loaded.at("$.rollouts"), f"rollouts of the earlier batch are missing here: "
-                                                            f"{', '.join(sorted(unknown))}")])
-    rollouts = [r.model_copy(update={"enabled": r.rollout_id in failed}) for r in loaded.config.rollouts]
-    return replace(loaded, config=loaded.config.model_copy(update={"rollouts": rollouts}))
+    return loaded.select(failed, source="the earlier batch")

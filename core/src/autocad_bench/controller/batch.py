@@ -6,6 +6,10 @@ around the neutral child command: ``run_shared`` on the worker thread in shared 
 command from ``build_rollout_command`` as a subprocess in subprocess mode. Both produce
 the same rollout directories. Independent rollouts never wait for one another; one
 ``reap_batch`` pass runs at batch exit, whatever happened.
+
+The controller runs planned rollouts (:func:`autocad_bench.config.trials.expand_trials`):
+every enabled assignment ``trials`` times, each trial an ordinary rollout with its own
+directory, attempt id, desktop, trace and score.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from pathlib import Path
 
 from autocad_bench.admission import Admission
 from autocad_bench.config.loading import LoadedConfig
-from autocad_bench.config.models import BudgetConfig, RolloutEntry
+from autocad_bench.config.models import BudgetConfig
+from autocad_bench.config.trials import PlannedRollout
 from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
 from autocad_bench.controller.resources import (
     FILES_FOR_THE_CONTROLLER,
@@ -30,7 +35,13 @@ from autocad_bench.controller.resources import (
     raise_open_file_limit,
 )
 from autocad_bench.controller.state import BatchState, BatchStateStore, RolloutEntryState
-from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
+from autocad_bench.controller.summary import (
+    build_summary,
+    compact_models,
+    print_summary,
+    read_scores,
+    write_summary,
+)
 from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
 from autocad_bench.costs.concurrency import ActiveRolloutRegistry
 from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
@@ -46,6 +57,7 @@ from autocad_bench.infrastructure.models import (
     TracePublisherRequest,
 )
 from autocad_bench.infrastructure.publisher import TracePublisher
+from autocad_bench.metrics.conditions import RunConditions, suite_identity
 from autocad_bench.plugins import PluginHandle, PluginHost
 from autocad_bench.progress import BatchProgress
 from autocad_bench.storage import atomic_write_json
@@ -80,7 +92,8 @@ class BatchRunner:
         self.environ = environ
         self.batch_id = batch_id or new_batch_id(output_dir)
         self.prices: PricingContract = load_pricing(environ, pinned=self.config.pricing)
-        self.enabled = self.config.enabled_rollouts
+        self.planned = loaded.planned_rollouts()
+        self.enabled = [r for r in self.planned if r.enabled]
         self._stop = threading.Event()
         self._registry = self._global_registry()
         self.publisher: TracePublisher | None = None
@@ -130,7 +143,7 @@ class BatchRunner:
 
     # --- one sandbox --------------------------------------------------------------------
 
-    def _sandbox(self, entry: RolloutEntry, worker_id: str | None = None) -> None:
+    def _sandbox(self, entry: PlannedRollout, worker_id: str | None = None) -> None:
         rollout_id = entry.rollout_id
         lease = self._acquire_global_slot(rollout_id)
         paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
@@ -164,7 +177,7 @@ class BatchRunner:
             self._log(log_path, f"sandbox finished with exit code {code} after {seconds:.1f}s")
             self._record_end(entry, paths, code, seconds)
 
-    def _prepare(self, entry: RolloutEntry, paths: RolloutPaths, log_path: Path) -> RolloutLaunchRequest:
+    def _prepare(self, entry: PlannedRollout, paths: RolloutPaths, log_path: Path) -> RolloutLaunchRequest:
         paths.root.mkdir(parents=True, exist_ok=True)
         attempt_id = f"{self.batch_id}.{entry.rollout_id}.1"
         tasks_dir = self.loaded.tasks_dir
@@ -173,7 +186,7 @@ class BatchRunner:
         hourly = self._hourly_key()
         assignment = PilotAssignment(
             batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
-            task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
+            trial=entry.trial, task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
             model=_spec(entry, self.loaded.path.parent), budgets=self.budgets,
             pricing=self.prices,
             credential_names=tuple(self.admission.credential_names.get(entry.rollout_id, ())),
@@ -203,7 +216,7 @@ class BatchRunner:
             task_template=task.template_path,
         )
 
-    def _record_end(self, entry: RolloutEntry, paths: RolloutPaths, code: int, seconds: float) -> None:
+    def _record_end(self, entry: PlannedRollout, paths: RolloutPaths, code: int, seconds: float) -> None:
         rate = hourly_rate(self._hourly_key(), self.prices)
         infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
         result = _read_result(paths)
@@ -247,12 +260,24 @@ class BatchRunner:
             infrastructure_backend=self.backend.name,
             infrastructure=BatchState.spec_json(self.config.infrastructure),
             evaluation=self.config.evaluation.model_dump(mode="json"), budgets=self.budgets,
-            pricing=self.prices.model_dump(mode="json"),
+            pricing=self.prices.model_dump(mode="json"), conditions=self._conditions(),
             rollouts=[RolloutEntryState(
-                rollout_id=r.rollout_id, task_id=r.task_id, provider=r.provider, model=r.model,
+                rollout_id=r.rollout_id, assignment_id=r.assignment_id, trial=r.trial, task_id=r.task_id,
+                provider=r.provider, model=r.model, tool_mode=r.tool_mode,
                 attempt_id=f"{self.batch_id}.{r.rollout_id}.1", infrastructure_backend=self.backend.name)
                 for r in self.enabled],
-            disabled_rollouts=[r.rollout_id for r in self.config.rollouts if not r.enabled],
+            disabled_rollouts=[r.rollout_id for r in self.planned if not r.enabled],
+        )
+
+    def _conditions(self) -> RunConditions:
+        """What this batch is measured under: suite identity, evaluator, budgets, trials."""
+        suite, suite_sha256 = suite_identity(self.loaded.task_suite_path)
+        evaluation = self.config.evaluation
+        return RunConditions(
+            suite=suite, suite_sha256=suite_sha256,
+            evaluator_version=evaluation.evaluator_version if evaluation.enabled else None,
+            step_budget=self.budgets.max_turns, max_actions=self.budgets.max_actions,
+            trials=self.config.trials,
         )
 
     def _set_state(self, rollout_id: str, state: RolloutState, *, only_from: tuple[str, ...] | None = None,
@@ -336,10 +361,10 @@ class BatchRunner:
             handle.write(f"{utcnow().isoformat()} controller: {message}\n")
 
 
-def _spec(entry: RolloutEntry, base_dir: Path):  # type: ignore[no-untyped-def]
+def _spec(entry: PlannedRollout, base_dir: Path):  # type: ignore[no-untyped-def]
     from autocad_bench.admission import model_spec
 
-    return model_spec(entry, base_dir)
+    return model_spec(entry.entry, base_dir)
 
 
 def _read_result(paths: RolloutPaths) -> RolloutResult | None:
@@ -374,7 +399,7 @@ def run_batch(loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig,
     write_summary(output_dir, summary)
     print_summary(summary)
     print(json.dumps({"batch_id": runner.batch_id, "output_dir": str(output_dir), "counts": summary["counts"],
-                      "models": summary["models"]}))
+                      "models": compact_models(summary)}))
     return code
 
 

@@ -7,6 +7,11 @@ plan reconnects resumable rollouts through the backend's recovery protocol and s
 ones that never started, in the same output directory; the pilot continues each rollout
 from ``resume-checkpoint.json`` without repeating a desktop action, and usage and cost
 accumulate across attempts.
+
+Every trial of a repeated assignment is an ordinary rollout in the batch state, planned and
+continued on its own. The configuration is reloaded and restricted to exactly the rollouts
+the state holds (a rerun batch holds only the trials it reran), and every one of them must
+still be planned by it: same ids, same trial numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from autocad_bench.admission import AdmissionOptions, admit
-from autocad_bench.config import effective_budgets, load_config
+from autocad_bench.config import LoadedConfig, effective_budgets, load_config
 from autocad_bench.controller.batch import BatchRunner
 from autocad_bench.controller.state import BatchState, BatchStateStore
 from autocad_bench.controller.summary import build_summary, print_summary, write_summary
@@ -32,6 +37,8 @@ ResumeAction = Literal["complete", "failed", "resume", "start", "lost"]
 
 class ResumePlanEntry(StrictModel):
     rollout_id: str
+    assignment_id: str | None = None
+    trial: int = 1
     action: ResumeAction
     reason: str
     infrastructure_backend: str
@@ -77,7 +84,8 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
     session = None
     for rollout in state.rollouts:
         paths = RolloutPaths(batch_dir / "rollouts" / rollout.rollout_id)
-        base = {"rollout_id": rollout.rollout_id, "infrastructure_backend": rollout.infrastructure_backend,
+        base = {"rollout_id": rollout.rollout_id, "assignment_id": rollout.assignment_id or rollout.rollout_id,
+                "trial": rollout.trial, "infrastructure_backend": rollout.infrastructure_backend,
                 "infrastructure": state.infrastructure}
         result = _result(paths)
         if result is not None:
@@ -119,7 +127,7 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
     """Run the plan in the same output directory; 0 when every rollout ends completed."""
     batch_dir = Path(plan.batch_dir)
     state = load_batch_state(batch_dir)
-    loaded = load_config(state.config_path)
+    loaded = _planned_as_recorded(load_config(state.config_path), state)
     budgets = state.budgets
     budgets = effective_budgets(budgets, environ={})
     admission = admit(loaded, host, environ, budgets,
@@ -138,6 +146,20 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
     write_summary(batch_dir, summary)
     print_summary(summary)
     return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
+
+
+def _planned_as_recorded(loaded: LoadedConfig, state: BatchState) -> LoadedConfig:
+    """The configuration restricted to the rollouts ``state`` holds, checked to agree with it.
+
+    A configuration whose ``trials`` changed since the batch started plans other rollout
+    ids or trial numbers; continuing under it would mix two experiments, so it is refused.
+    """
+    if state.conditions is not None and state.conditions.trials != loaded.config.trials:
+        raise ConfigError([Problem(loaded.at("$.trials"), f"is {loaded.config.trials} but batch "
+                                   f"{state.batch_id} started with trials = {state.conditions.trials}")])
+    # Trial ids encode (assignment, trial) uniquely, so the same trials and the same ids
+    # mean the same trials.
+    return loaded.select((r.rollout_id for r in state.rollouts), source=f"batch {state.batch_id}")
 
 
 def _aws_aliases(backend: str, worker_id: str, state: str) -> dict[str, object]:

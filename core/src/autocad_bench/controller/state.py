@@ -13,6 +13,7 @@ from pydantic import Field
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.events import RolloutState
 from autocad_bench.infrastructure.models import InfrastructureSpec
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, RunConditions
 from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.storage import atomic_write_json
 
@@ -20,10 +21,16 @@ STATES: tuple[RolloutState, ...] = ("queued", "starting", "running", "evaluating
 
 
 class RolloutEntryState(StrictModel):
+    """One planned rollout. ``assignment_id`` is the rollout id as written in the configuration
+    and ``trial`` which repeat of it this is (``None``/1 in states written before trials)."""
+
     rollout_id: str
+    assignment_id: str | None = None
+    trial: int = Field(default=1, ge=1)
     task_id: str
     provider: str
     model: str
+    tool_mode: str = DEFAULT_TOOL_MODE
     attempt_id: str
     infrastructure_backend: str
     state: RolloutState = "queued"
@@ -61,6 +68,8 @@ class BatchState(StrictModel):
     evaluation: JsonObject
     budgets: BudgetConfig
     pricing: JsonObject | None = None
+    conditions: RunConditions | None = Field(
+        default=None, description="what the batch is measured under, written when it starts")
     counts: dict[str, int] = Field(default_factory=dict)
     rollouts: list[RolloutEntryState]
     disabled_rollouts: list[str] = Field(default_factory=list)

@@ -1,4 +1,8 @@
-"""The batch summary: per-rollout outcomes and per-model aggregates (summary.json, .csv, table)."""
+"""The batch summary: per-rollout outcomes and per-model metrics (summary.json, .csv, table).
+
+The per-model part is :func:`autocad_bench.metrics.model_rows`: every figure carries its
+95% interval, its flags and the conditions it was measured under.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,10 @@ import contextlib
 import csv
 import io
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from autocad_bench.controller.state import BatchState
 from autocad_bench.storage import atomic_write_bytes, atomic_write_json
@@ -47,30 +49,28 @@ def build_summary(output_dir: Path, state: BatchState) -> dict[str, Any]:
             wall = (entry.finished_at - entry.started_at).total_seconds()
         rollouts.append({
             "rollout_id": entry.rollout_id, "task_id": entry.task_id, "provider": entry.provider,
-            "model": entry.model, "state": entry.state, "failure_class": entry.failure_class,
-            "stop_reason": entry.stop_reason, "score": score, "passed": passed, "judge_score": judge,
+            "model": entry.model, "assignment_id": entry.assignment_id or entry.rollout_id,
+            "trial": entry.trial, "tool_mode": entry.tool_mode, "state": entry.state,
+            "failure_class": entry.failure_class, "stop_reason": entry.stop_reason, "score": score,
+            "passed": passed, "judge_score": judge,
             "tokens": tokens, "token_cost_usd": entry.token_cost_usd or 0.0,
             "infrastructure_cost_usd": entry.infrastructure_cost_usd or 0.0,
             "wall_seconds": round(wall, 3) if wall is not None else None,
         })
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in rollouts:
-        groups[(str(row["provider"]), str(row["model"]))].append(row)
-    models = []
-    for (provider, model), rows in sorted(groups.items()):
-        scored = [r["score"] for r in rows if r["score"] is not None]
-        models.append({
-            "provider": provider, "model": model, "rollouts": len(rows),
-            "completed": sum(r["state"] == "done" for r in rows),
-            "pass_rate": round(sum(bool(r["passed"]) for r in rows) / len(rows), 4),
-            "mean_score": round(sum(scored) / len(scored), 4) if scored else None,
-            "tokens": sum(r["tokens"] for r in rows),
-            "token_cost_usd": round(sum(r["token_cost_usd"] for r in rows), 6),
-            "infrastructure_cost_usd": round(sum(r["infrastructure_cost_usd"] for r in rows), 6),
-            "wall_seconds": round(sum(r["wall_seconds"] or 0.0 for r in rows), 3),
-        })
+    # Per-model figures come from the metrics module, with their intervals and conditions;
+    # the state is on disk already (the store writes every change), so read it back from there.
+    from autocad_bench.metrics import model_rows, read_run  # numpy and scipy: only when summarising
+
+    rows, notes = model_rows([read_run(output_dir)])
     return {"batch_id": state.batch_id, "name": state.name, "counts": dict(state.counts),
-            "models": models, "rollouts": rollouts}
+            "conditions": state.conditions.model_dump(mode="json") if state.conditions else None,
+            "models": [row.model_dump(mode="json") for row in rows], "notes": notes, "rollouts": rollouts}
+
+
+def compact_models(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model rows without their per-skill/family/difficulty breakdowns (for one-line output)."""
+    return [{k: v for k, v in m.items() if k not in ("by_skill", "by_family", "by_difficulty")}
+            for m in summary["models"]]
 
 
 def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
@@ -85,19 +85,14 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    """A per-model table: rollouts, pass rate, mean score, tokens, costs, wall time."""
+    """The per-model table (intervals, budgets, cost) and every row's flags, on stderr."""
     if console is None:
         console = Console(stderr=True)
         if not console.is_terminal:
             # Logs and CI captures are not 80 columns wide: never truncate model names there.
-            console = Console(stderr=True, width=200)
-    table = Table(title=f"batch {summary['batch_id']}")
-    for column in ("provider/model", "rollouts", "done", "pass rate", "mean score", "tokens",
-                   "token $", "infra $", "wall s"):
-        table.add_column(column, justify="left" if column == "provider/model" else "right")
-    for m in summary["models"]:
-        table.add_row(f"{m['provider']}/{m['model']}", str(m["rollouts"]), str(m["completed"]),
-                      f"{m['pass_rate']:.0%}", "-" if m["mean_score"] is None else f"{m['mean_score']:.3f}",
-                      f"{m['tokens']:,}", f"{m['token_cost_usd']:.4f}", f"{m['infrastructure_cost_usd']:.4f}",
-                      f"{m['wall_seconds']:.1f}")
-    console.print(table)
+            console = Console(stderr=True, width=220)
+    from autocad_bench.metrics import ModelRow
+    from autocad_bench.metrics.tables import print_rows
+
+    rows = [ModelRow.model_validate(m) for m in summary["models"]]
+    print_rows(rows, title=f"batch {summary['batch_id']}", notes=summary.get("notes", []), console=console)

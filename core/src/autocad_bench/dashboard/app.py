@@ -4,6 +4,7 @@ Routes (every one takes its batch as ``b``, the batch directory's path relative 
 root, and its rollout as ``r``; both are resolved and refused when outside the root):
 
     /                       registry of every batch under the root, live state counts
+    /leaderboard            every model over every batch under the root, with 95% intervals
     /batch?b=&page=&state=  one batch: assignments, comparison charts, pagination
     /rollout?b=&r=&step=    one rollout: frame timeline with action overlays, turns, evaluation
     /file?b=&r=&p=          a PNG inside a rollout directory (frames, reference, evaluation)
@@ -30,7 +31,8 @@ from typing import Any
 
 from aiohttp import web
 
-from autocad_bench.dashboard.charts import batch_charts, model_stats
+from autocad_bench.dashboard.charts import batch_charts
+from autocad_bench.dashboard.leaderboard_page import MetricsCache, batch_metrics, leaderboard_context, root_leaderboard
 from autocad_bench.dashboard.overlay import overlay_svg
 from autocad_bench.dashboard.reader import STATES, BatchInfo, NotFound, PathRefused, RolloutDetail, RunsRoot
 from autocad_bench.dashboard.templating import render, static_text, url
@@ -39,6 +41,7 @@ PAGE_SIZE = 100
 ROOT_KEY = web.AppKey("runs_root", RunsRoot)
 CONFIG_KEY = web.AppKey("dashboard_config", dict)
 CLOSING_KEY = web.AppKey("closing", asyncio.Event)
+METRICS_KEY = web.AppKey("metrics_cache", MetricsCache)
 SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
                                 "script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -127,17 +130,27 @@ def registry_context(root: RunsRoot) -> dict[str, Any]:
             "events_url": "/events", "fragment_url": "/fragment/registry"}
 
 
-def batch_context(root: RunsRoot, key: str, page: int, state: str | None, page_size: int) -> dict[str, Any]:
+def batch_context(root: RunsRoot, key: str, page: int, state: str | None, page_size: int,
+                  metrics: MetricsCache | None = None) -> dict[str, Any]:
     batch = root.batch(key)
+    models = batch_metrics(batch.path, load=root.cache.json, cache=metrics)
     rows = [r for r in batch.rollouts if state is None or r.state == state]
     pages = max(1, math.ceil(len(rows) / page_size))
     page = max(1, min(page, pages))
     return {
         "batch": batch, "rows": rows[(page - 1) * page_size: page * page_size], "filtered": len(rows),
-        "page": page, "pages": pages, "state": state, "stats": model_stats(batch.rollouts),
-        "charts": batch_charts(batch.rollouts), "sig": root.signature([batch.path]),
+        "page": page, "pages": pages, "state": state, "models": models,
+        "charts": batch_charts(batch.rollouts, models.rows), "sig": root.signature([batch.path]),
         "events_url": url("/events", b=batch.key), "fragment_url": url("/fragment/batch", b=batch.key),
     }
+
+
+def leaderboard_page_context(root: RunsRoot, metrics: MetricsCache | None = None) -> dict[str, Any]:
+    """The leaderboard over every batch under the root (built on a worker thread: it bootstraps)."""
+    board = root_leaderboard(root, cache=metrics)
+    return {**leaderboard_context(board, batch_links=True), "root": str(root.root),
+            "sig": root.signature(root.batch_dirs()), "events_url": "/events",
+            "fragment_url": "/fragment/leaderboard"}
 
 
 def step_context(detail: RolloutDetail, step: int) -> dict[str, Any]:
@@ -176,10 +189,10 @@ async def registry_fragment(request: web.Request) -> web.Response:
     return _html(await _in_thread(render, "_registry_live.html", **context))
 
 
-def _batch_args(request: web.Request) -> tuple[str, int, str | None, int]:
+def _batch_args(request: web.Request) -> tuple[str, int, str | None, int, MetricsCache]:
     state = request.query.get("state")
     return (_param(request, "b"), _int_param(request, "page", 1), state if state in STATES else None,
-            request.app[CONFIG_KEY]["page_size"])
+            request.app[CONFIG_KEY]["page_size"], request.app[METRICS_KEY])
 
 
 async def batch_page(request: web.Request) -> web.Response:
@@ -190,6 +203,16 @@ async def batch_page(request: web.Request) -> web.Response:
 async def batch_fragment(request: web.Request) -> web.Response:
     context = await _in_thread(batch_context, _root(request), *_batch_args(request))
     return _html(await _in_thread(render, "_batch_live.html", **context))
+
+
+async def leaderboard_page(request: web.Request) -> web.Response:
+    context = await _in_thread(leaderboard_page_context, _root(request), request.app[METRICS_KEY])
+    return _html(await _in_thread(render, "leaderboard.html", **context))
+
+
+async def leaderboard_fragment(request: web.Request) -> web.Response:
+    context = await _in_thread(leaderboard_page_context, _root(request), request.app[METRICS_KEY])
+    return _html(await _in_thread(render, "_leaderboard_body.html", **context))
 
 
 def _step_param(request: web.Request) -> int | None:
@@ -312,14 +335,17 @@ def create_app(root: Path, *, poll_s: float = 1.0, page_size: int = PAGE_SIZE,
     app[CONFIG_KEY] = {"poll_s": poll_s, "page_size": page_size, "loopback_only": loopback_only,
                        "assets": {"dashboard.js": (static_text("dashboard.js"), "text/javascript")}}
     app[CLOSING_KEY] = asyncio.Event()
+    app[METRICS_KEY] = MetricsCache()
     app.on_response_prepare.append(_security_headers)
     app.on_shutdown.append(_on_shutdown)
     app.router.add_get("/", registry_page)
     app.router.add_get("/batch", batch_page)
+    app.router.add_get("/leaderboard", leaderboard_page)
     app.router.add_get("/rollout", rollout_page)
     app.router.add_get("/file", file_handler)
     app.router.add_get("/fragment/registry", registry_fragment)
     app.router.add_get("/fragment/batch", batch_fragment)
+    app.router.add_get("/fragment/leaderboard", leaderboard_fragment)
     app.router.add_get("/fragment/rollout", rollout_fragment)
     app.router.add_get("/fragment/step", step_fragment)
     app.router.add_get("/events", events_handler)

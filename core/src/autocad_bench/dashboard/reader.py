@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from autocad_bench.storage.fields import as_bool, as_dict, as_float, as_int, as_list, as_str, as_time
+
 STATES: tuple[str, ...] = ("queued", "starting", "running", "evaluating", "done", "failed")
 ACTIVE_STATES = frozenset({"starting", "running", "evaluating"})
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -130,40 +132,8 @@ def _parse_jsonl(data: bytes) -> JsonLines:
 # --- small typed accessors --------------------------------------------------------------------
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+_dict, _list, _str, _int, _float, _bool = as_dict, as_list, as_str, as_int, as_float, as_bool
+parse_time = as_time
 
 
 # --- aggregation ------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Charts are inline SVG; thumbnails (each rollout's last frame and its evaluation diff) are
 embedded as data URIs, scaled down with Pillow when it is installed (the evaluator extra
 brings it) and otherwise embedded as they are while they stay under a size budget. The
-file loads nothing from anywhere: it can be mailed or archived as it is.
+file loads nothing from anywhere: it can be mailed or archived as it is. The per-model
+numbers are :func:`autocad_bench.metrics.model_rows` of the batch, with their 95% intervals.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autocad_bench.dashboard.charts import batch_charts, model_stats
+from autocad_bench.dashboard.charts import batch_charts
+from autocad_bench.dashboard.leaderboard_page import batch_metrics
 from autocad_bench.dashboard.reader import RolloutRow, RunsRoot, list_frames
 from autocad_bench.dashboard.templating import render
 from autocad_bench.storage import atomic_write_bytes
@@ -84,8 +86,9 @@ def build_report(batch_dir: Path) -> str:
             diff=thumbs(directory / "evaluation" / "diff.png") if row.has_dir else None,
             render=thumbs(directory / "evaluation" / "render.png") if row.has_dir else None,
         ))
-    return render("report.html", batch=batch, rows=rows, stats=model_stats(batch.rollouts),
-                  charts=batch_charts(batch.rollouts), generated=datetime.now(UTC),
+    models = batch_metrics(batch_dir, load=root.cache.json)
+    return render("report.html", batch=batch, rows=rows, models=models,
+                  charts=batch_charts(batch.rollouts, models.rows), generated=datetime.now(UTC),
                   omitted=thumbs.omitted, pillow=thumbs.pillow)
 
 

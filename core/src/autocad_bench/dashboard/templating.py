@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import jinja2
 from markupsafe import Markup
 
+from autocad_bench.dashboard.charts import interval_bar
 from autocad_bench.dashboard.overlay import describe
 
 DASH = "\u2013"
@@ -69,6 +70,19 @@ def yesno(value: Any) -> str:
     return DASH if value is None else ("pass" if value else "fail")
 
 
+def count(value: Any) -> str:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return DASH
+    return f"{value:,}"
+
+
+def ci_bar(estimate: Any, percent: bool = False, label: str = "") -> Markup:
+    """The interval bar of a metrics :class:`~autocad_bench.metrics.Estimate` (inline SVG)."""
+    value = estimate.value
+    return Markup(interval_bar(value, estimate.low, estimate.high, wide=bool(estimate.wide) and value is not None,
+                               percent=percent, label=label))
+
+
 def url(path: str, **params: Any) -> str:
     """``path?query`` with the parameters that are not None (values are URL-encoded)."""
     query = urlencode({k: v for k, v in params.items() if v is not None})
@@ -85,8 +99,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(usd=usd, score=score, pct=pct, duration=duration, when=when, ago=ago, yesno=yesno,
-                       describe=describe)
-    env.globals.update(url=url, css=Markup(static_text("dashboard.css")),
+                       describe=describe, count=count)
+    env.globals.update(url=url, ci_bar=ci_bar, css=Markup(static_text("dashboard.css")),
                        states=("queued", "starting", "running", "evaluating", "done", "failed"))
     return env
 

@@ -21,6 +21,7 @@ class PilotAssignment(StrictModel):
     rollout_id: str
     attempt_id: str
     task_id: str
+    trial: int = Field(default=1, ge=1, description="1-based trial index of this rollout's assignment")
     task_prompt: str
     reference_png: str = Field(description="absolute path of the task's fixed reference image")
     model: ModelSpec

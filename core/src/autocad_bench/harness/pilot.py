@@ -227,6 +227,7 @@ class Pilot:
         request = SessionRequest(
             rollout_id=a.rollout_id,
             attempt_id=a.attempt_id,
+            trial=a.trial,
             model=a.model,
             task_prompt=a.task_prompt,
             reference=self.trace.save_reference(Path(a.reference_png)),

@@ -76,11 +76,16 @@ class SessionRequest(StrictModel):
 
     ``rollout_dir`` is where referenced artifacts live (``ArtifactRef.path`` is relative to
     it). ``resume_state`` is a value previously returned by ``ProviderSession.checkpoint``;
-    when present the session continues exactly where that checkpoint left off.
+    when present the session continues exactly where that checkpoint left off. ``trial`` is
+    the 1-based trial index of this assignment (batches may run each assignment several
+    times); a provider may use it to vary sampling seeds.
     """
 
     rollout_id: str
     attempt_id: str
+    trial: int = Field(
+        default=1, ge=1,
+        description="1-based trial index of this assignment; a provider may use it to vary sampling seeds")
     model: ModelSpec
     task_prompt: str
     reference: ArtifactRef

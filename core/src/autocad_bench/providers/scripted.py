@@ -6,8 +6,12 @@ a ``done`` action. It needs no credentials, so the whole pipeline (desktop, brok
 traces, evaluation) runs end to end without an API key; replaying a task's reference
 solution is how the task suite proves every task solvable.
 
-Options: ``script`` (path, relative to the configuration file), optional
-``latency_s`` (simulated model latency per turn, for load tests).
+Options: exactly one of ``script`` (path, relative to the configuration file) or
+``scripts`` (a non-empty list of such paths), optional ``latency_s`` (simulated model
+latency per turn, for load tests). With ``scripts`` the script depends on the rollout's
+trial (see ``trials`` in the batch configuration): trial n replays
+``scripts[(n - 1) % len(scripts)]``, so repeated trials of one assignment can exercise
+different behaviour. Every listed script is read and checked at admission.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import asyncio
 import hashlib
 import json
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from autocad_bench.errors import Problem
 from autocad_bench.models import JsonObject
@@ -38,12 +43,37 @@ from autocad_bench.validation import problems_from_validation_error
 class ScriptedOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    script: str = Field(min_length=1)
+    script: str | None = Field(default=None, min_length=1)
+    scripts: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
     latency_s: float = Field(default=0.0, ge=0, le=600)
 
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.script is None) == (self.scripts is None):
+            raise PydanticCustomError(
+                "one_script_source",
+                'give exactly one of "script" (one JSONL file) or "scripts" (a list of them; trial n '
+                "replays scripts[(n - 1) % len(scripts)])")
+        return self
 
-def _script_path(model: ModelSpec, options: ScriptedOptions) -> Path:
-    path = Path(options.script)
+    @property
+    def listed(self) -> list[tuple[str, str]]:
+        """(option path, script) for every script named: ``("script", p)`` or ``("scripts[i]", p)``."""
+        if self.scripts is not None:
+            return [(f"scripts[{i}]", script) for i, script in enumerate(self.scripts)]
+        assert self.script is not None
+        return [("script", self.script)]
+
+    def for_trial(self, trial: int) -> str:
+        """The script trial ``trial`` (1-based) replays."""
+        if self.scripts is not None:
+            return self.scripts[(trial - 1) % len(self.scripts)]
+        assert self.script is not None
+        return self.script
+
+
+def _script_path(model: ModelSpec, script: str) -> Path:
+    path = Path(script)
     if not path.is_absolute() and model.base_dir is not None:
         path = model.base_dir / path
     return path
@@ -70,18 +100,20 @@ class ScriptedProvider(ModelProvider):
             options = ScriptedOptions.model_validate(model.options)
         except ValidationError as error:
             return problems_from_validation_error(error, f"{location}.provider_options")
-        path = _script_path(model, options)
-        try:
-            load_script(path)
-        except FileNotFoundError:
-            return [Problem(f"{location}.provider_options.script", f"script not found: {path}")]
-        except (OSError, ValueError) as error:
-            return [Problem(f"{location}.provider_options.script", str(error))]
-        return []
+        problems = []
+        for where, script in options.listed:
+            path = _script_path(model, script)
+            try:
+                load_script(path)
+            except FileNotFoundError:
+                problems.append(Problem(f"{location}.provider_options.{where}", f"script not found: {path}"))
+            except (OSError, ValueError) as error:
+                problems.append(Problem(f"{location}.provider_options.{where}", str(error)))
+        return problems
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         options = ScriptedOptions.model_validate(request.model.options)
-        path = _script_path(request.model, options)
+        path = _script_path(request.model, options.for_trial(request.trial))
         return ScriptedSession(load_script(path), options.latency_s, request.resume_state)
 
 
