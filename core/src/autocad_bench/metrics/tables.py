@@ -48,7 +48,7 @@ def rows_table(rows: Sequence[ModelRow], title: str) -> Table:
         budgets = " / ".join(
             "n/a" if b.mode == "unavailable" or b.estimate.value is None
             else f"{'>=' if b.mode == 'lower_bound' else ''}{b.estimate.value:.0%}" for b in m.success_within)
-        head = [row.row_id + ("  *pareto" if row.pareto else "")]
+        head = [row.row_id + ("  *pareto" if row.pareto and len(rows) > 1 else "")]
         if not shared:
             head.append(conditions_text(row.conditions))
         table.add_row(
