@@ -34,7 +34,8 @@ class Trial:
 def write_run(directory: Path, model: str, trials: list[Trial], *, provider: str = "scripted",
               suite: str | None = "smoke", suite_sha256: str | None = "a" * 64, evaluator_version: str = "2026.12.2",
               step_budget: int | None = None, trials_setting: int = 3, tool_mode: str = "function",
-              batch_id: str | None = None, models: dict[str, list[Trial]] | None = None) -> Path:
+              batch_id: str | None = None, models: dict[str, list[Trial]] | None = None,
+              extra_state: dict[str, Any] | None = None, conditions: bool = True) -> Path:
     """A finished batch in ``directory`` holding ``trials`` of ``model`` (plus ``models``)."""
     everything = {model: trials, **(models or {})}
     entries = []
@@ -66,8 +67,10 @@ def write_run(directory: Path, model: str, trials: list[Trial], *, provider: str
         "budgets": {"max_actions": 5000, "max_turns": step_budget},
         "conditions": {"suite": suite, "suite_sha256": suite_sha256, "evaluator_version": evaluator_version,
                        "step_budget": step_budget, "max_actions": 5000, "trials": trials_setting},
-        "rollouts": entries,
+        "rollouts": entries, **(extra_state or {}),
     }
+    if not conditions:
+        del state["conditions"]
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "batch-state.json").write_text(json.dumps(state))
     return directory

@@ -102,7 +102,7 @@ def test_three_trials_run_as_three_rollouts_each(tmp_path: Path) -> None:
         (rid, rid.split(".")[0], int(rid[-1]), "function") for rid in ids]
     assert batch["conditions"] == {
         "suite": "trials-suite", "suite_sha256": hashlib.sha256(suite.read_bytes()).hexdigest(),
-        "evaluator_version": None, "step_budget": 40, "max_actions": 5000, "trials": 3}
+        "evaluator_version": None, "step_budget": 40, "max_actions": 5000, "trials": 3, "recorded": True}
     attempts = {r["attempt_id"] for r in batch["rollouts"]}
     assert len(attempts) == 6
     for rid in ids:
@@ -129,7 +129,7 @@ def test_single_trial_batch_keeps_ids_and_writes_conditions(tmp_path: Path) -> N
     assert rollout_dirs(tmp_path / "out") == ["a0"]
     assert [(r["rollout_id"], r["assignment_id"], r["trial"]) for r in batch["rollouts"]] == [("a0", "a0", 1)]
     assert batch["conditions"] == {"suite": None, "suite_sha256": None, "evaluator_version": None,
-                                   "step_budget": None, "max_actions": 5000, "trials": 1}
+                                   "step_budget": None, "max_actions": 5000, "trials": 1, "recorded": True}
 
 
 def test_scripted_scripts_rotate_by_trial(tmp_path: Path) -> None:
@@ -188,6 +188,14 @@ def test_rerun_failed_from_runs_only_the_failed_trial(tmp_path: Path) -> None:
     assert batch["rollouts"][0]["attempt_id"] != rows["a0.t2"]["attempt_id"]
     assert sorted(batch["disabled_rollouts"]) == ["a0.t1", "a0.t3", "a1.t1", "a1.t2", "a1.t3"]
     assert json.loads((out / "rollouts" / "a0.t2" / "assignment.json").read_text())["trial"] == 2
+    # The new batch names the one it reran, so pooling both counts trial a0.t2 once: the
+    # original model failure stands and the rerun is ignored.
+    assert batch["rerun_of"] == previous_state["batch_id"]
+    from autocad_bench.metrics import model_rows, read_run
+
+    rows, notes = model_rows([read_run(tmp_path / "first"), read_run(out)])
+    assert [r.metrics.rollouts for r in rows if r.model == "replay-0"] == [3]
+    assert any("1 rerun rollout(s) were ignored" in note for note in notes)
 
 
 def test_rerun_refuses_trial_ids_the_config_does_not_plan(tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ def leaderboard_runs(root: Path) -> list[Path]:
         common = {"task": f"t{t:02d}", "family": f"fam{t // 2:02d}", "skill": "lines" if t % 2 else "circles",
                   "difficulty": "easy" if t < 20 else "hard"}
         for trial in (1, 2):
-            strong = 0.95 if (t + trial) % 13 else 0.55
+            strong = 1.0 if t % 2 else 0.9  # always passes: narrow enough not to be wide
             alpha.append({**common, "model": "strong", "trial": trial, "score": strong, "cost": 0.5})
             alpha.append({**common, "model": "cheap", "trial": trial, "score": 0.3 + 0.5 * ((t + trial) % 3 == 0),
                           "cost": 0.1})

@@ -98,9 +98,12 @@ def leaderboard_command(runs: tuple[Path, ...], out: Path, max_interval_width: f
     board = build_leaderboard(_read_runs(runs), max_width=max_interval_width)
     if out.exists() and not out.is_dir():
         raise UserError([Problem("--out", f"{out} exists and is not a directory")])
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "leaderboard.json", (board.model_dump_json(indent=2) + "\n").encode())
-    atomic_write_bytes(out / "leaderboard.html", render_leaderboard_html(board).encode("utf-8"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out / "leaderboard.json", (board.model_dump_json(indent=2) + "\n").encode())
+        atomic_write_bytes(out / "leaderboard.html", render_leaderboard_html(board).encode("utf-8"))
+    except OSError as error:
+        raise UserError([Problem("--out", f"cannot write {out}: {error.strerror or error}")]) from None
     print_rows(board.rows, title="leaderboard", notes=board.notes)
     click.echo(str(out / "leaderboard.json"))
     click.echo(str(out / "leaderboard.html"))

@@ -31,6 +31,8 @@ class LoadedConfig:
     path: Path
     label: str
     only_rollouts: frozenset[str] | None = None
+    rerun_of: str | None = None
+    """The batch id whose failed rollouts this batch reruns (``--rerun-failed-from``)."""
 
     def planned_rollouts(self) -> tuple[PlannedRollout, ...]:
         """Every rollout of the batch, one per (assignment, trial); see :mod:`.trials`."""

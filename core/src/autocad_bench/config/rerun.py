@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from autocad_bench.config.loading import LoadedConfig
@@ -27,4 +28,7 @@ def select_failed(loaded: LoadedConfig, previous: Path, classes: set[str]) -> Lo
         raise ConfigError([Problem(str(state_path), f"cannot read the earlier batch state: {error}")]) from None
     if not failed:
         raise ConfigError([Problem(str(state_path), f"no rollout failed with {', '.join(sorted(classes))}")])
-    return loaded.select(failed, source="the earlier batch")
+    previous_id = state.get("batch_id") if isinstance(state, dict) else None
+    selected = loaded.select(failed, source="the earlier batch")
+    # Recorded in the new batch state, so metrics pooling both batches count each trial once.
+    return replace(selected, rerun_of=previous_id if isinstance(previous_id, str) else None)

@@ -267,6 +267,7 @@ class BatchRunner:
                 attempt_id=f"{self.batch_id}.{r.rollout_id}.1", infrastructure_backend=self.backend.name)
                 for r in self.enabled],
             disabled_rollouts=[r.rollout_id for r in self.planned if not r.enabled],
+            rerun_of=self.loaded.rerun_of,
         )
 
     def _conditions(self) -> RunConditions:

@@ -73,6 +73,7 @@ class BatchState(StrictModel):
     counts: dict[str, int] = Field(default_factory=dict)
     rollouts: list[RolloutEntryState]
     disabled_rollouts: list[str] = Field(default_factory=list)
+    rerun_of: str | None = Field(default=None, description="the batch whose failed rollouts this one reruns")
 
     @staticmethod
     def spec_json(spec: InfrastructureSpec) -> JsonObject:

@@ -77,7 +77,11 @@ class GroupMetrics(StrictModel):
                                       "failures and rollouts still running")
     tasks: int
     clusters: int
-    k: int = Field(description="trials per task used for pass@k and pass^k (the fewest any task has)")
+    pending: int = Field(description="rollouts not finished yet (queued or running)")
+    invalid_scores: int = Field(description="rollouts whose score.json held no valid score (NaN, outside [0, 1] "
+                                            "or no verdict): left out as unscored")
+    k: int = Field(description="trials per task pass@k and pass^k are for (the configured trials)")
+    k_excluded: int = Field(description="tasks left out of pass@k and pass^k for having fewer than k scored trials")
     mean_score: Estimate
     pass_at_1: Estimate
     pass_at_k: Estimate
@@ -86,17 +90,17 @@ class GroupMetrics(StrictModel):
     tokens: int
     token_cost_usd: float
     infrastructure_cost_usd: float
-    cost_per_task_usd: float | None = Field(description="mean total cost of one rollout")
+    cost_per_task_usd: float | None = Field(description="mean total cost of one finished rollout")
     cost_per_solved_usd: float | None = Field(description="total cost divided by passed rollouts")
     wall_seconds_per_task: float | None
     failure_classes: dict[str, int]
     wide: bool = Field(description="the mean score or pass@1 interval is missing or wider than the threshold")
 
 
-def _estimate(per_task: Sequence[tuple[float, str]], max_width: float) -> Estimate:
+def _estimate(per_task: Sequence[tuple[float, str]], max_width: float, *, binary: bool = False) -> Estimate:
     if not per_task:
         return Estimate(value=None)
-    interval = bootstrap_mean([v for v, _ in per_task], [c for _, c in per_task])
+    interval = bootstrap_mean([v for v, _ in per_task], [c for _, c in per_task], binary=binary)
     # Below MIN_CLUSTERS the bootstrap's own interval is not to be trusted, whatever its width.
     wide = interval.width is None or interval.width > max_width or interval.clusters < MIN_CLUSTERS
     return Estimate(value=round(interval.value, 6),
@@ -123,9 +127,15 @@ def success_within(sample: Sample, budget: int, mode: BudgetMode) -> bool:
             and sample.stop_reason not in CAP_STOPS)
 
 
-def group_metrics(samples: Iterable[Sample], *, step_budget: int | None,
+def group_metrics(samples: Iterable[Sample], *, step_budget: int | None, k: int | None = None,
                   max_width: float = DEFAULT_MAX_WIDTH) -> GroupMetrics:
-    """All metrics of ``samples`` measured under ``step_budget`` (the run's turn cap)."""
+    """All metrics of ``samples`` measured under ``step_budget`` (the run's turn cap).
+
+    ``k`` is the trial count pass@k and pass^k are for (the configured trials; the fewest
+    scored trials any task has when None). Tasks with fewer than k scored trials are left
+    out of those two and counted in ``k_excluded``, so one task's infrastructure failure
+    never turns a row's pass@3 into pass@1.
+    """
     samples = list(samples)
     counted = [s for s in samples if s.counted]
     by_task: dict[str, list[Sample]] = defaultdict(list)
@@ -133,10 +143,12 @@ def group_metrics(samples: Iterable[Sample], *, step_budget: int | None,
         by_task[sample.task_id].append(sample)
     tasks = sorted(by_task)
     cluster = {t: by_task[t][0].cluster for t in tasks}
-    k = min((len(by_task[t]) for t in tasks), default=0)
+    if k is None:
+        k = min((len(by_task[t]) for t in tasks), default=0)
+    full = [t for t in tasks if len(by_task[t]) >= k] if k else []
 
-    def per_task(value: Callable[[list[Sample]], float]) -> list[tuple[float, str]]:
-        return [(value(by_task[t]), cluster[t]) for t in tasks]
+    def per_task(value: Callable[[list[Sample]], float], among: Sequence[str] = tasks) -> list[tuple[float, str]]:
+        return [(value(by_task[t]), cluster[t]) for t in among]
 
     def passes(group: list[Sample]) -> int:
         return sum(s.success for s in group)
@@ -145,27 +157,33 @@ def group_metrics(samples: Iterable[Sample], *, step_budget: int | None,
     for budget in TURN_BUDGETS:
         mode = budget_mode(step_budget, budget)
         estimate = Estimate(value=None) if mode == "unavailable" else _estimate(per_task(
-            lambda g, b=budget, m=mode: sum(success_within(s, b, m) for s in g) / len(g)), max_width)  # type: ignore[misc]
+            lambda g, b=budget, m=mode: sum(success_within(s, b, m) for s in g) / len(g)),  # type: ignore[misc]
+            max_width, binary=True)
         budgets.append(BudgetSuccess(budget=budget, mode=mode, estimate=estimate))
     mean_score = _estimate(per_task(lambda g: sum(s.value for s in g) / len(g)), max_width)
-    pass1 = _estimate(per_task(lambda g: passes(g) / len(g)), max_width)
+    pass1 = _estimate(per_task(lambda g: passes(g) / len(g)), max_width, binary=True)
     tokens = sum(s.tokens for s in samples)
     token_cost = sum(s.token_cost_usd for s in samples)
     infra_cost = sum(s.infrastructure_cost_usd for s in samples)
     solved = sum(s.success for s in counted)
-    walls = [s.wall_seconds for s in samples if s.wall_seconds is not None]
+    # Spend is final only for finished rollouts: dividing by queued ones would make a live
+    # batch look cheap.
+    finished = sum(s.finished for s in samples)
+    walls = [s.wall_seconds for s in samples if s.wall_seconds is not None and s.finished]
     failures = Counter(s.failure_class for s in samples if s.failure_class)
+    kk = k
     return GroupMetrics(
         rollouts=len(samples), scored=len(counted), unscored=len(samples) - len(counted),
-        tasks=len(tasks), clusters=len(set(cluster.values())), k=k,
+        pending=len(samples) - finished, invalid_scores=sum(s.invalid_score for s in samples),
+        tasks=len(tasks), clusters=len(set(cluster.values())), k=k, k_excluded=len(tasks) - len(full),
         mean_score=mean_score, pass_at_1=pass1,
-        pass_at_k=_estimate(per_task(lambda g: pass_at_k(len(g), passes(g), k)), max_width) if k else Estimate(
-            value=None),
-        pass_hat_k=_estimate(per_task(lambda g: pass_hat_k(len(g), passes(g), k)), max_width) if k else Estimate(
-            value=None),
+        pass_at_k=_estimate(per_task(lambda g: pass_at_k(len(g), passes(g), kk), full), max_width, binary=True)
+        if full else Estimate(value=None),
+        pass_hat_k=_estimate(per_task(lambda g: pass_hat_k(len(g), passes(g), kk), full), max_width, binary=True)
+        if full else Estimate(value=None),
         success_within=budgets, tokens=tokens, token_cost_usd=round(token_cost, 6),
         infrastructure_cost_usd=round(infra_cost, 6),
-        cost_per_task_usd=round((token_cost + infra_cost) / len(samples), 6) if samples else None,
+        cost_per_task_usd=round((token_cost + infra_cost) / finished, 6) if finished else None,
         cost_per_solved_usd=round((token_cost + infra_cost) / solved, 6) if solved else None,
         wall_seconds_per_task=round(sum(walls) / len(walls), 3) if walls else None,
         failure_classes=dict(sorted(failures.items())),

@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from autocad_bench.metrics.aggregate import DEFAULT_MAX_WIDTH, Estimate
+from autocad_bench.metrics.aggregate import DEFAULT_MAX_WIDTH, MIN_CLUSTERS, Estimate
 from autocad_bench.metrics.leaderboard import RowConditions, row_conditions
 from autocad_bench.metrics.samples import RunSamples, Sample
 from autocad_bench.metrics.stats import CONFIDENCE, paired_difference
@@ -44,7 +44,9 @@ class Difference(StrictModel):
     b: float
     difference: Estimate
     p_value: float | None
-    significant: bool = Field(description=f"p < {ALPHA:g}")
+    significant: bool = Field(description=f"p < {ALPHA:g} and the interval excludes 0")
+    borderline: bool = Field(description="the permutation test and the bootstrap interval disagree: one says "
+                                         "significant, the other does not")
 
 
 class TaskChange(StrictModel):
@@ -73,6 +75,8 @@ class Comparison(StrictModel):
 
 def _select(run: RunSamples, selector: str | None, label: str) -> tuple[str, str, list[Sample]]:
     models = sorted({(s.provider, s.model) for s in run.samples})
+    if not models:
+        raise ComparisonRefused(f"{label}: the batch in {run.directory} has no rollouts")
     if selector is not None:
         chosen = [m for m in models if selector in (f"{m[0]}/{m[1]}", m[1])]
         if len(chosen) != 1:
@@ -112,6 +116,13 @@ def compare_runs(run_a: RunSamples, run_b: RunSamples, *, model_a: str | None = 
     single model, the suites or evaluator versions differ, or no task was scored on both."""
     provider_a, name_a, samples_a = _select(run_a, model_a, "side A")
     provider_b, name_b, samples_b = _select(run_b, model_b, "side B")
+    if run_a.run_id == run_b.run_id and (provider_a, name_a) == (provider_b, name_b):
+        raise ComparisonRefused(f"both sides are {provider_a}/{name_a} in the same batch: name two different "
+                                "models with --model-a and --model-b, or give two batches")
+    if run_a.run_id != run_b.run_id and not (run_a.conditions.recorded and run_b.conditions.recorded):
+        older = run_a if not run_a.conditions.recorded else run_b
+        raise ComparisonRefused(f"{older.directory} did not record its conditions (an older batch): whether the "
+                                "two runs used the same suite and evaluator cannot be checked")
     tool_a = samples_a[0].tool_mode if samples_a else "function"
     tool_b = samples_b[0].tool_mode if samples_b else "function"
     cond_a, cond_b = row_conditions(run_a.conditions, tool_a), row_conditions(run_b.conditions, tool_b)
@@ -141,10 +152,16 @@ def compare_runs(run_a: RunSamples, run_b: RunSamples, *, model_a: str | None = 
                             low=None if interval.low is None else round(interval.low, 6),
                             high=None if interval.high is None else round(interval.high, 6),
                             tasks=interval.n, clusters=interval.clusters,
-                            wide=width is None or width > 2 * max_width)
+                            wide=width is None or width > 2 * max_width or interval.clusters < MIN_CLUSTERS)
         p = None if result.p_value is None else round(result.p_value, 6)
+        test_says = p is not None and p < ALPHA
+        # The interval (bootstrap) and the p-value (permutation test) are two procedures; at the
+        # margin they can disagree. Call a difference significant only when both agree.
+        interval_says = interval.low is not None and interval.high is not None and (
+            interval.low > 0 or interval.high < 0)
         return Difference(a=round(sum(a) / len(a), 6), b=round(sum(b) / len(b), 6), difference=estimate,
-                          p_value=p, significant=p is not None and p < ALPHA)
+                          p_value=p, significant=test_says and interval_says,
+                          borderline=test_says != interval_says)
 
     changed = []
     for task in shared:

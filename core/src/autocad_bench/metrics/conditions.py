@@ -34,6 +34,9 @@ class RunConditions(StrictModel):
     step_budget: int | None = Field(default=None, ge=1)
     max_actions: int | None = Field(default=None, ge=1)
     trials: int = Field(default=1, ge=1)
+    recorded: bool = Field(default=True, description="False when the batch state did not record its conditions "
+                                                     "(an older batch) or they could not be read: such a run "
+                                                     "is never pooled with another or compared")
 
 
 def suite_identity(path: Path | None) -> tuple[str | None, str | None]:

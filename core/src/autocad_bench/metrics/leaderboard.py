@@ -37,6 +37,7 @@ class RowConditions(StrictModel):
     step_budget: int | None
     max_actions: int | None
     tool_mode: str
+    recorded: bool = True
 
     def differences(self, other: RowConditions) -> list[str]:
         return [name for name in type(self).model_fields if getattr(self, name) != getattr(other, name)]
@@ -90,7 +91,8 @@ class Leaderboard(StrictModel):
 
 def row_conditions(run: RunConditions, tool_mode: str) -> RowConditions:
     return RowConditions(suite=run.suite, suite_sha256=run.suite_sha256, evaluator_version=run.evaluator_version,
-                         step_budget=run.step_budget, max_actions=run.max_actions, tool_mode=tool_mode)
+                         step_budget=run.step_budget, max_actions=run.max_actions, tool_mode=tool_mode,
+                         recorded=run.recorded)
 
 
 def _grouped(samples: Iterable[Sample], key: str) -> dict[str, list[Sample]]:
@@ -102,10 +104,45 @@ def _grouped(samples: Iterable[Sample], key: str) -> dict[str, list[Sample]]:
     return dict(sorted(groups.items()))
 
 
+def _without_superseded(runs: Sequence[RunSamples]) -> tuple[list[tuple[RunSamples, Sample]], int, int]:
+    """Every (run, sample), with rerun trials reconciled against the batch they reran.
+
+    A rerun (``--rerun-failed-from``) runs the same trial ids again. When both batches are
+    pooled, a trial counts once: the rerun replaces an original that has no verdict (an
+    infrastructure failure), and is ignored when the original already counts (a model's own
+    failure stands; rerunning it until it passes must not raise the pass rate).
+    Returns the members and how many originals were replaced and reruns ignored.
+    """
+    by_id = {run.run_id: run for run in runs}
+    dropped: set[tuple[str, str]] = set()  # (run id, rollout id)
+    replaced = ignored = 0
+    for run in runs:
+        original = by_id.get(run.rerun_of or "")
+        if original is None:
+            continue
+        earlier = {(s.provider, s.model, s.assignment_id, s.trial): s for s in original.samples}
+        for sample in run.samples:
+            before = earlier.get((sample.provider, sample.model, sample.assignment_id, sample.trial))
+            if before is None:
+                continue
+            if before.counted:
+                dropped.add((run.run_id, sample.rollout_id))
+                ignored += 1
+            else:
+                dropped.add((original.run_id, before.rollout_id))
+                replaced += 1
+    members = [(run, s) for run in runs for s in run.samples if (run.run_id, s.rollout_id) not in dropped]
+    return members, replaced, ignored
+
+
 def model_rows(runs: Sequence[RunSamples], *, max_width: float = DEFAULT_MAX_WIDTH,
                breakdowns: bool = True) -> tuple[list[ModelRow], list[str]]:
-    """Rows (best mean score first) and notes about what was kept apart and why. A run given
-    twice (the same batch id, e.g. through a symlink) counts once."""
+    """Rows (best mean score first) and notes about what was kept apart and why.
+
+    A run given twice (the same batch id, e.g. through a symlink) counts once; a rerun's
+    trials are reconciled with the batch they reran (:func:`_without_superseded`); a run
+    whose conditions were not recorded is never pooled with another.
+    """
     notes: list[str] = []
     unique: dict[str, RunSamples] = {}
     for run in runs:
@@ -115,20 +152,34 @@ def model_rows(runs: Sequence[RunSamples], *, max_width: float = DEFAULT_MAX_WID
             continue
         unique[run.run_id] = run
     runs = list(unique.values())
-    pooled: dict[tuple[str, str, RowConditions], list[tuple[RunSamples, Sample]]] = defaultdict(list)
-    for run in runs:
-        for sample in run.samples:
-            conditions = row_conditions(run.conditions, sample.tool_mode)
-            pooled[(sample.provider, sample.model, conditions)].append((run, sample))
+    members, replaced, ignored = _without_superseded(runs)
+    if replaced:
+        notes.append(f"{replaced} rollout(s) without a verdict were replaced by their rerun")
+    if ignored:
+        notes.append(f"{ignored} rerun rollout(s) were ignored: the original attempt already counts (a model "
+                     "failure stands; rerunning it until it passes would inflate the pass rate)")
+    PoolKey = tuple[str, str, RowConditions, str]
+    pooled: dict[PoolKey, list[tuple[RunSamples, Sample]]] = defaultdict(list)
+    for run, sample in members:
+        conditions = row_conditions(run.conditions, sample.tool_mode)
+        # Unknown conditions cannot be shown to match anything: such a run stands alone.
+        alone = "" if conditions.recorded else run.run_id
+        pooled[(sample.provider, sample.model, conditions, alone)].append((run, sample))
     by_model: dict[tuple[str, str], list[RowConditions]] = defaultdict(list)
-    for provider, model, conditions in pooled:
+    for provider, model, conditions, _ in pooled:
         by_model[(provider, model)].append(conditions)
     rows: list[ModelRow] = []
-    for (provider, model, conditions), members in pooled.items():
-        samples = [s for _, s in members]
-        run_ids = list(dict.fromkeys(r.run_id for r, _ in members))
-        trials = [next(r for r, _ in members if r.run_id == rid).conditions.trials for rid in run_ids]
-        metrics = group_metrics(samples, step_budget=conditions.step_budget, max_width=max_width)
+    task_sets: list[frozenset[str]] = []  # the tasks each row scored, in row order
+    for (provider, model, conditions, alone), items in pooled.items():
+        samples = [s for _, s in items]
+        run_ids = list(dict.fromkeys(r.run_id for r, _ in items))
+        trials = [unique[rid].conditions.trials for rid in run_ids]
+        k = min(trials)
+
+        def metrics_of(group: list[Sample], k: int = k, budget: int | None = conditions.step_budget) -> GroupMetrics:
+            return group_metrics(group, step_budget=budget, k=k, max_width=max_width)
+
+        metrics = metrics_of(samples)
         siblings = [c for c in by_model[(provider, model)] if c != conditions]
         row_id = f"{provider}/{model}"
         flags: list[str] = []
@@ -136,29 +187,43 @@ def model_rows(runs: Sequence[RunSamples], *, max_width: float = DEFAULT_MAX_WID
             differing = sorted({d for c in siblings for d in conditions.differences(c)})
             row_id += " [" + ", ".join(f"{d}={getattr(conditions, d)}" for d in differing) + "]"
             flags.append("split: this model also ran under other conditions (" + ", ".join(differing) + ")")
+        if alone and len(runs) > 1:
+            row_id += f" [run {alone}]"
+            flags.append("conditions not recorded (an older batch): suite, evaluator and budgets cannot be "
+                         "checked, so this run is not pooled or compared with any other")
         if metrics.wide:
             flags.append(f"wide: an interval is missing, wider than {max_width:g}, or rests on fewer than "
                          f"{MIN_CLUSTERS} families")
+        if metrics.pending:
+            flags.append(f"in progress: {metrics.pending} of {metrics.rollouts} rollouts have not finished; "
+                         "not placed on the cost frontier")
         if metrics.unscored:
             flags.append(f"unscored: {metrics.unscored} of {metrics.rollouts} rollouts have no score "
                          "(evaluation off or failed, an infrastructure failure, or still running)")
+        if metrics.invalid_scores:
+            flags.append(f"invalid scores: {metrics.invalid_scores} score.json file(s) held no valid score "
+                         "(NaN, outside [0, 1], or no verdict) and were left out")
+        if metrics.k_excluded:
+            flags.append(f"pass@{k} and pass^{k} leave out {metrics.k_excluded} task(s) with fewer than {k} "
+                         "scored trials")
         if len(set(trials)) > 1:
-            flags.append("pooled runs with different trial counts: pass@k uses the fewest trials any task has")
+            flags.append(f"pooled runs with different trial counts ({', '.join(map(str, trials))}): "
+                         f"pass@k and pass^k use k = {k}")
         rows.append(ModelRow(
             row_id=row_id, provider=provider, model=model, conditions=conditions, runs=run_ids, trials=trials,
             metrics=metrics,
-            by_skill={k: group_metrics(v, step_budget=conditions.step_budget, max_width=max_width)
-                      for k, v in _grouped(samples, "skill").items()} if breakdowns else {},
-            by_family={k: group_metrics(v, step_budget=conditions.step_budget, max_width=max_width)
-                       for k, v in _grouped(samples, "family").items()} if breakdowns else {},
-            by_difficulty={k: group_metrics(v, step_budget=conditions.step_budget, max_width=max_width)
-                           for k, v in _grouped(samples, "difficulty").items()} if breakdowns else {},
+            by_skill={n: metrics_of(v) for n, v in _grouped(samples, "skill").items()} if breakdowns else {},
+            by_family={n: metrics_of(v) for n, v in _grouped(samples, "family").items()} if breakdowns else {},
+            by_difficulty={n: metrics_of(v) for n, v in _grouped(samples, "difficulty").items()}
+            if breakdowns else {},
             pareto=False, flags=flags))
+        task_sets.append(frozenset(s.task_id for s in samples if s.counted))
     for (provider, model), variants in sorted(by_model.items()):
         if len(variants) > 1:
             notes.append(f"{provider}/{model} ran under {len(variants)} different conditions; "
                          "each is its own row and none is merged")
-    rows = _mark_pareto(rows)
+    rows, coverage_notes = _mark_coverage_and_pareto(rows, task_sets)
+    notes.extend(coverage_notes)
     rows.sort(key=lambda r: (-(r.metrics.mean_score.value if r.metrics.mean_score.value is not None else -1.0),
                              r.row_id))
     return rows, notes
@@ -169,25 +234,44 @@ def _frontier_key(row: ModelRow) -> tuple[str | None, str | None, int | None]:
     return (c.suite_sha256 or c.suite, c.evaluator_version, c.step_budget)
 
 
-def _mark_pareto(rows: list[ModelRow]) -> list[ModelRow]:
-    """A row is on the frontier when no comparable row is at least as good on both score and
-    cost and strictly better on one."""
-    out = []
+def _mark_coverage_and_pareto(rows: list[ModelRow], task_sets: list[frozenset[str]]) -> tuple[list[ModelRow],
+                                                                                               list[str]]:
+    """Flag rows that scored fewer tasks than comparable rows did, then mark the frontier.
+
+    Means over different task sets are not comparable: only rows that scored every task any
+    comparable row scored, and that have finished, can be on the frontier. A row is on it when
+    no such row is at least as good on both mean score and cost per task and strictly better
+    on one.
+    """
+    tasks = {id(row): scored for row, scored in zip(rows, task_sets, strict=True)}
+    groups: dict[tuple[str | None, str | None, int | None], list[ModelRow]] = defaultdict(list)
     for row in rows:
-        score, cost = row.metrics.mean_score.value, row.metrics.cost_per_task_usd
-        on = score is not None and cost is not None
-        if on:
-            for other in rows:
-                if other is row or _frontier_key(other) != _frontier_key(row):
-                    continue
-                s2, c2 = other.metrics.mean_score.value, other.metrics.cost_per_task_usd
-                if s2 is None or c2 is None:
-                    continue
-                if s2 >= score and c2 <= cost and (s2 > score or c2 < cost):  # type: ignore[operator]
-                    on = False
-                    break
-        out.append(row.model_copy(update={"pareto": on}))
-    return out
+        groups[_frontier_key(row)].append(row)
+    out: list[ModelRow] = []
+    notes: list[str] = []
+    for group in groups.values():
+        union = frozenset().union(*(tasks[id(r)] for r in group))
+        partial = {id(r) for r in group if tasks[id(r)] != union}
+        if partial and len(group) > 1:
+            notes.append(f"rows on suite {group[0].conditions.suite} cover different task sets ({len(union)} tasks "
+                         "in all): compare their numbers with care; only complete rows are on the frontier")
+        eligible = [r for r in group if id(r) not in partial and not r.metrics.pending
+                    and r.metrics.mean_score.value is not None and r.metrics.cost_per_task_usd is not None]
+        for row in group:
+            flags = list(row.flags)
+            if id(row) in partial and len(group) > 1:
+                flags.append(f"covers {len(tasks[id(row)])} of the {len(union)} tasks comparable rows scored: "
+                             "its means are over a different task set")
+            on = row in eligible and not any(_dominates(other, row) for other in eligible if other is not row)
+            out.append(row.model_copy(update={"pareto": on, "flags": flags}))
+    return out, notes
+
+
+def _dominates(a: ModelRow, b: ModelRow) -> bool:
+    sa, ca = a.metrics.mean_score.value, a.metrics.cost_per_task_usd
+    sb, cb = b.metrics.mean_score.value, b.metrics.cost_per_task_usd
+    assert sa is not None and ca is not None and sb is not None and cb is not None
+    return sa >= sb and ca <= cb and (sa > sb or ca < cb)
 
 
 def build_leaderboard(runs: Sequence[RunSamples], *, max_width: float = DEFAULT_MAX_WIDTH) -> Leaderboard:

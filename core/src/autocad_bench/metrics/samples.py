@@ -13,6 +13,7 @@ counts toward capability is decided here, once, for every consumer:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ class Sample:
     stop_reason: str | None
     score: float | None
     passed: bool | None
+    invalid_score: bool
     judge_score: float | None
     turns: int | None
     tokens: int
@@ -80,6 +82,11 @@ class Sample:
         if self.state not in TERMINAL:
             return False
         return self.score is not None or self.failure_class in MODEL_FAILURES
+
+    @property
+    def finished(self) -> bool:
+        """The rollout has ended (done or failed): its spend is final."""
+        return self.state in TERMINAL
 
     @property
     def value(self) -> float:
@@ -107,13 +114,15 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class RunSamples:
-    """Every rollout of one batch and the conditions it ran under."""
+    """Every rollout of one batch and the conditions it ran under. ``rerun_of`` is the batch
+    id whose failed rollouts this batch reran (``--rerun-failed-from``), if any."""
 
     run_id: str
     name: str | None
     directory: Path
     conditions: RunConditions
     samples: tuple[Sample, ...]
+    rerun_of: str | None = None
 
 
 class RunUnreadable(Exception):
@@ -124,15 +133,18 @@ def conditions_of(state: Mapping[str, Any]) -> RunConditions:
     """The recorded conditions, or what an older batch state still tells about them."""
     raw = state.get("conditions")
     if isinstance(raw, dict):
+        # Fields a newer version may add are ignored; the ones that decide comparability must
+        # read, or the run's conditions count as unknown (never pooled, never compared).
+        known = {k: v for k, v in raw.items() if k in RunConditions.model_fields}
         try:
-            return RunConditions.model_validate(raw)
+            return RunConditions.model_validate(known)
         except ValidationError:
             pass
     budgets = _dict(state.get("budgets"))
     evaluation = _dict(state.get("evaluation"))
     return RunConditions(
         evaluator_version=_str(evaluation.get("evaluator_version")) if evaluation.get("enabled", True) else None,
-        step_budget=_int(budgets.get("max_turns")), max_actions=_int(budgets.get("max_actions")))
+        step_budget=_int(budgets.get("max_turns")), max_actions=_int(budgets.get("max_actions")), recorded=False)
 
 
 def read_run(directory: Path, *, load: JsonLoader = load_json_file) -> RunSamples:
@@ -146,7 +158,7 @@ def read_run(directory: Path, *, load: JsonLoader = load_json_file) -> RunSample
     run_id = _str(state.get("batch_id")) or directory.name
     samples = tuple(_sample(run_id, directory, entry, load) for entry in state["rollouts"] if isinstance(entry, dict))
     return RunSamples(run_id=run_id, name=_str(state.get("name")), directory=directory,
-                      conditions=conditions_of(state), samples=samples)
+                      conditions=conditions_of(state), samples=samples, rerun_of=_str(state.get("rerun_of")))
 
 
 def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLoader) -> Sample:
@@ -158,6 +170,11 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
     score_doc = _dict(load(root / "evaluation" / "score.json")) if rollout_id else {}
     score = _float(score_doc.get("score"))
     passed = _bool(score_doc.get("passed")) if score is not None else None
+    invalid = score_doc != {} and (score is None or passed is None or not math.isfinite(score)
+                                   or not 0.0 <= score <= 1.0)
+    if invalid:
+        # A score outside [0, 1], NaN, or without a verdict is not a score: never average it.
+        score = passed = None
     judge = _float(_dict(load(root / "evaluation" / "vision-judge" / "score.json")).get("score")) \
         if rollout_id else None
     usage = _dict(result.get("usage"))
@@ -176,7 +193,8 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
         skill=_str(provenance.get("skill")), family=_str(provenance.get("family")),
         difficulty=_str(provenance.get("difficulty")),
         state=str(entry.get("state", "queued")), failure_class=_str(entry.get("failure_class")),
-        stop_reason=_str(entry.get("stop_reason")), score=score, passed=passed, judge_score=judge,
+        stop_reason=_str(entry.get("stop_reason")), score=score, passed=passed, invalid_score=invalid,
+        judge_score=judge,
         turns=turns, tokens=tokens,
         token_cost_usd=_float(entry.get("token_cost_usd")) or _float(result.get("token_cost_usd")) or 0.0,
         infrastructure_cost_usd=_float(entry.get("infrastructure_cost_usd")) or 0.0,

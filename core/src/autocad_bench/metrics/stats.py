@@ -93,9 +93,21 @@ def _ratio(sums: NDArray[np.float64], counts: NDArray[np.float64], axis: int = -
     return np.asarray(np.sum(sums, axis=axis) / np.sum(counts, axis=axis))
 
 
+def binomial_floor(sums: NDArray[np.float64], counts: NDArray[np.float64], *,
+                   confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval treating each cluster as one pass/fail trial with
+    x = the sum of cluster means successes out of n = clusters (x need not be whole)."""
+    n = float(len(sums))
+    x = float(np.sum(sums / counts))
+    alpha = 1.0 - confidence
+    low = 0.0 if x <= 0 else float(scipy_stats.beta.ppf(alpha / 2, x, n - x + 1))
+    high = 1.0 if x >= n else float(scipy_stats.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return low, high
+
+
 def bootstrap_mean(values: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
-                   bounds: tuple[float, float] = (0.0, 1.0), confidence: float = CONFIDENCE,
-                   resamples: int = RESAMPLES, seed: int = SEED) -> Interval:
+                   bounds: tuple[float, float] = (0.0, 1.0), binary: bool = False,
+                   confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED) -> Interval:
     """Mean of per-task ``values`` with a clustered bootstrap interval.
 
     ``clusters`` names each task's cluster (its family); None makes every task its own
@@ -103,6 +115,11 @@ def bootstrap_mean(values: Sequence[float], clusters: Sequence[Hashable] | None 
     of it (all tasks passed, or none did) every resample agrees and the bootstrap interval
     would collapse to a point, claiming certainty three tasks cannot give; the interval is
     then the exact (Clopper-Pearson) binomial interval over the clusters instead.
+
+    ``binary`` says the values are pass rates (shares of pass/fail trials). Near 0 or 1 a
+    bootstrap over few families cannot see failures it never sampled and comes out far too
+    narrow (nine perfect families and one at 2/3 would give [0.93, 1]); for pass rates the
+    interval is therefore never narrower than :func:`binomial_floor` over the families.
     Raises ValueError on no values.
     """
     if not values:
@@ -114,10 +131,14 @@ def bootstrap_mean(values: Sequence[float], clusters: Sequence[Hashable] | None 
     if len(sums) >= 2 and np.allclose(means, means[0]) and not np.allclose(values, values[0]):
         # The families agree exactly but their tasks do not: resampling families would see
         # no spread at all. Fall back to the tasks' own spread rather than claim certainty.
-        task_level = bootstrap_mean(values, None, bounds=bounds, confidence=confidence,
+        task_level = bootstrap_mean(values, None, bounds=bounds, binary=binary, confidence=confidence,
                                     resamples=resamples, seed=seed)
         return Interval(value=value, low=task_level.low, high=task_level.high, n=len(values), clusters=len(sums))
     low, high = _interval(sums, counts, bounds=bounds, confidence=confidence, resamples=resamples, seed=seed)
+    if binary and len(sums) >= 2:
+        floor_low, floor_high = binomial_floor(sums, counts, confidence=confidence)
+        low = floor_low if low is None else min(low, floor_low)
+        high = floor_high if high is None else max(high, floor_high)
     return Interval(value=value, low=low, high=high, n=len(values), clusters=len(sums))
 
 

@@ -79,10 +79,12 @@ def _difference_line(name: str, d: Difference, percent: bool) -> str:
     e = d.difference
     interval = "no interval" if e.low is None else f"95% CI [{fmt(e.low)}, {fmt(e.high)}]"
     p = "p n/a (fewer than two families)" if d.p_value is None else f"p = {d.p_value:.4g}"
-    verdict = "significant" if d.significant else "not significant"
+    verdict = ("borderline: the test and the interval disagree, treat as not established" if d.borderline
+               else "significant" if d.significant else "not significant")
     a = f"{d.a:.1%}" if percent else f"{d.a:.3f}"
     b = f"{d.b:.1%}" if percent else f"{d.b:.3f}"
-    return f"{name}: A {a}, B {b}, B - A {fmt(e.value)} ({interval}, {p}, {verdict} at 0.05)"
+    return f"{name}: A {a}, B {b}, B - A {fmt(e.value)} ({interval}, {p}, {verdict} at 0.05)" + (
+        f" [{WIDE_MARK} wide]" if e.wide else "")
 
 
 def print_comparison(result: Comparison, console: Console | None = None) -> None:
