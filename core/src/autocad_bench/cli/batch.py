@@ -16,6 +16,7 @@ from autocad_bench.config.rerun import select_failed
 from autocad_bench.errors import UserError
 from autocad_bench.harness.records import FailureClass
 from autocad_bench.plugins import PluginHost
+from autocad_bench.retry.reporting import install_retry_reporting
 
 
 @click.command(name="batch")
@@ -58,6 +59,7 @@ def batch_command(
     fails, 2 for usage or configuration errors. Execute mode runs the same checks and
     starts nothing (and creates nothing) unless all of them pass.
     """
+    install_retry_reporting()
     if execute and output_dir is None:
         raise click.UsageError("--execute needs --output-dir (a new directory)")
     if not execute and output_dir is not None:

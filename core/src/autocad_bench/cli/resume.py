@@ -12,6 +12,7 @@ import click
 from autocad_bench.cli.errors import report_user_errors
 from autocad_bench.controller.resume import execute_resume, plan_resume
 from autocad_bench.plugins import PluginHost
+from autocad_bench.retry.reporting import install_retry_reporting
 
 
 @click.command(name="resume")
@@ -26,6 +27,7 @@ def resume_command(batch_dir: Path, execute: bool) -> None:
     worker). Each trial of a repeated assignment is planned on its own, under its trial
     rollout id. Exit 0 when nothing is lost (plan) or every rollout completed (execute).
     """
+    install_retry_reporting()
     environ = dict(os.environ)
     host = PluginHost(environ=environ)
     plan = plan_resume(batch_dir, host)
