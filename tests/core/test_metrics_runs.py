@@ -387,3 +387,18 @@ def test_leaderboard_out_that_cannot_be_written_is_one_clear_error(tmp_path: Pat
     (tmp_path / "file").write_text("x")
     result = CliRunner().invoke(cli, ["leaderboard", str(run), "--out", str(tmp_path / "file" / "sub")])
     assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_models_missing_from_the_price_table_are_flagged(tmp_path: Path) -> None:
+    trials = [Trial(task=f"t{i}", passed=True, family=f"f{i}", tokens=1000, token_cost_usd=0.2) for i in range(2)]
+    run = write_run(tmp_path / "r", "m", trials, trials_setting=1)
+    ledger = {"budget": {"ledger": {"fallback_priced_responses": 3, "fallback_priced_models": ["m"]}}}
+    (run / "rollouts" / "m-t0.t1" / "resume-checkpoint.json").write_text(json.dumps(ledger))
+    (row,), _ = model_rows([read_run(run)])
+    assert row.metrics.fallback_priced == 1
+    assert any(flag.startswith("priced by fallback: 1 rollout(s)") for flag in row.flags)
+    # A scripted model bills no tokens: being unlisted costs nothing and is not flagged.
+    free = write_run(tmp_path / "s", "m", [Trial(task="t0", passed=True, family="f0")], trials_setting=1)
+    (free / "rollouts" / "m-t0.t1" / "resume-checkpoint.json").write_text(json.dumps(ledger))
+    (row,), _ = model_rows([read_run(free)])
+    assert row.metrics.fallback_priced == 0

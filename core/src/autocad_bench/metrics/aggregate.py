@@ -80,6 +80,9 @@ class GroupMetrics(StrictModel):
     pending: int = Field(description="rollouts not finished yet (queued or running)")
     invalid_scores: int = Field(description="rollouts whose score.json held no valid score (NaN, outside [0, 1] "
                                             "or no verdict): left out as unscored")
+    fallback_priced: int = Field(default=0, description="rollouts whose tokens were billed at the fallback "
+                                                       "(most expensive listed) rates: the model is not in the "
+                                                       "price table")
     k: int = Field(description="trials per task pass@k and pass^k are for (the configured trials)")
     k_excluded: int = Field(description="tasks left out of pass@k and pass^k for having fewer than k scored trials")
     mean_score: Estimate
@@ -175,6 +178,7 @@ def group_metrics(samples: Iterable[Sample], *, step_budget: int | None, k: int 
     return GroupMetrics(
         rollouts=len(samples), scored=len(counted), unscored=len(samples) - len(counted),
         pending=len(samples) - finished, invalid_scores=sum(s.invalid_score for s in samples),
+        fallback_priced=sum(s.fallback_priced for s in samples),
         tasks=len(tasks), clusters=len(set(cluster.values())), k=k, k_excluded=len(tasks) - len(full),
         mean_score=mean_score, pass_at_1=pass1,
         pass_at_k=_estimate(per_task(lambda g: pass_at_k(len(g), passes(g), kk), full), max_width, binary=True)

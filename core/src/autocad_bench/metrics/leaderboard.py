@@ -203,6 +203,10 @@ def model_rows(runs: Sequence[RunSamples], *, max_width: float = DEFAULT_MAX_WID
         if metrics.invalid_scores:
             flags.append(f"invalid scores: {metrics.invalid_scores} score.json file(s) held no valid score "
                          "(NaN, outside [0, 1], or no verdict) and were left out")
+        if metrics.fallback_priced:
+            flags.append(f"priced by fallback: {metrics.fallback_priced} rollout(s) were billed at the most "
+                         "expensive listed rates because the model is not in the price table; pin its price "
+                         "(pricing in the configuration) for a true cost")
         if metrics.k_excluded:
             flags.append(f"pass@{k} and pass^{k} leave out {metrics.k_excluded} task(s) with fewer than {k} "
                          "scored trials")

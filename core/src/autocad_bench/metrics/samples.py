@@ -75,6 +75,8 @@ class Sample:
     token_cost_usd: float
     infrastructure_cost_usd: float
     wall_seconds: float | None
+    fallback_priced: bool = False
+    """Some of its billed tokens were priced at the fallback (the model is not in the price table)."""
 
     @property
     def counted(self) -> bool:
@@ -177,6 +179,8 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
         score = passed = None
     judge = _float(_dict(load(root / "evaluation" / "vision-judge" / "score.json")).get("score")) \
         if rollout_id else None
+    ledger = _dict(_dict(_dict(load(root / "resume-checkpoint.json")).get("budget")).get("ledger")) \
+        if rollout_id else {}
     usage = _dict(result.get("usage"))
     tokens = sum(v for k, v in usage.items() if k != "reasoning_tokens" and isinstance(v, int))
     started, finished = _time(entry.get("started_at")), _time(entry.get("finished_at"))
@@ -198,5 +202,6 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
         turns=turns, tokens=tokens,
         token_cost_usd=_float(entry.get("token_cost_usd")) or _float(result.get("token_cost_usd")) or 0.0,
         infrastructure_cost_usd=_float(entry.get("infrastructure_cost_usd")) or 0.0,
+        fallback_priced=bool(_int(ledger.get("fallback_priced_responses"))) and tokens > 0,
         wall_seconds=round(wall, 3) if wall is not None else None,
     )
