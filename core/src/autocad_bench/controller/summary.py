@@ -44,8 +44,11 @@ def build_summary(output_dir: Path, state: BatchState) -> dict[str, Any]:
             tokens = sum(int(v) for k, v in usage.items() if k != "reasoning_tokens")
         except (OSError, ValueError, TypeError, AttributeError):
             pass
-        wall = None
-        if entry.started_at and entry.finished_at:
+        # One definition of a rollout's wall time everywhere: the sandbox's lifetime as the
+        # controller measured it (provisioning, the pilot, evaluation, release). result.json's
+        # wall_seconds is the pilot's own share of it (see docs/harness.md).
+        wall = entry.infrastructure_seconds
+        if wall is None and entry.started_at and entry.finished_at:
             wall = (entry.finished_at - entry.started_at).total_seconds()
         rollouts.append({
             "rollout_id": entry.rollout_id, "task_id": entry.task_id, "provider": entry.provider,

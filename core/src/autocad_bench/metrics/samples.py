@@ -184,7 +184,10 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
     usage = _dict(result.get("usage"))
     tokens = sum(v for k, v in usage.items() if k != "reasoning_tokens" and isinstance(v, int))
     started, finished = _time(entry.get("started_at")), _time(entry.get("finished_at"))
-    wall = (finished - started).total_seconds() if started and finished else None
+    # The sandbox's lifetime as the controller measured it: the summary's definition too.
+    wall = _float(entry.get("infrastructure_seconds"))
+    if wall is None and started and finished:
+        wall = (finished - started).total_seconds()
     turns = _int(entry.get("turns"))
     if turns is None:
         turns = _int(result.get("turns"))
