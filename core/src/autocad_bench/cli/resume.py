@@ -24,8 +24,10 @@ def resume_command(batch_dir: Path, execute: bool) -> None:
 
     The plan lists every assignment as complete, failed, resume (reconnect and continue
     from its checkpoint), start (never reached the model) or lost (no reconnectable
-    worker). Each trial of a repeated assignment is planned on its own, under its trial
-    rollout id. Exit 0 when nothing is lost (plan) or every rollout completed (execute).
+    worker: execute closes it as failed with ``infrastructure_lost`` and the spend its
+    checkpoint recorded). Each trial of a repeated assignment is planned on its own, under
+    its trial rollout id. The plan exits 0 when it can be executed; execute exits 0 when
+    every rollout completed.
     """
     install_retry_reporting()
     environ = dict(os.environ)
@@ -33,7 +35,8 @@ def resume_command(batch_dir: Path, execute: bool) -> None:
     plan = plan_resume(batch_dir, host)
     click.echo(json.dumps(plan.model_dump(mode="json"), indent=2))
     if not execute:
-        sys.exit(1 if any(e.action == "lost" for e in plan.entries) else 0)
+        # A lost rollout is no reason to stop: execute closes it (infrastructure_lost).
+        sys.exit(0)
     sys.exit(execute_resume(plan, host, environ))
 
 

@@ -183,7 +183,7 @@ class BatchRunner:
         tasks_dir = self.loaded.tasks_dir
         assert tasks_dir is not None
         task = load_task(tasks_dir, entry.task_id)
-        hourly = self._hourly_key()
+        hourly = self.hourly_key()
         assignment = PilotAssignment(
             batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
             trial=entry.trial, task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
@@ -217,7 +217,7 @@ class BatchRunner:
         )
 
     def _record_end(self, entry: PlannedRollout, paths: RolloutPaths, code: int, seconds: float) -> None:
-        rate = hourly_rate(self._hourly_key(), self.prices)
+        rate = hourly_rate(self.hourly_key(), self.prices)
         infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
         result = _read_result(paths)
         if result is None:
@@ -225,7 +225,7 @@ class BatchRunner:
             now = utcnow()
             result = RolloutResult(
                 rollout_id=entry.rollout_id, attempt_id=f"{self.batch_id}.{entry.rollout_id}.1",
-                task_id=entry.task_id, task_provenance=_provenance(paths), provider=entry.provider,
+                task_id=entry.task_id, task_provenance=assigned_provenance(paths), provider=entry.provider,
                 model=entry.model, infrastructure_backend=self.backend.name, status="failed",
                 failure_class=FailureClass.ADMISSION_FAILED,
                 failure_detail=f"the sandbox exited with code {code} before the pilot finished",
@@ -312,7 +312,7 @@ class BatchRunner:
 
     # --- infrastructure -----------------------------------------------------------------
 
-    def _hourly_key(self) -> str:
+    def hourly_key(self) -> str:
         fields = self.config.infrastructure.backend_fields()
         instance_type = fields.get("instance_type")
         return str(instance_type) if isinstance(instance_type, str) else self.backend.name
@@ -375,7 +375,7 @@ def _read_result(paths: RolloutPaths) -> RolloutResult | None:
         return None
 
 
-def _provenance(paths: RolloutPaths) -> dict[str, str | int | None]:
+def assigned_provenance(paths: RolloutPaths) -> dict[str, str | int | None]:
     """The task provenance the rollout was assigned (empty when no assignment was written)."""
     try:
         return dict(PilotAssignment.model_validate_json(paths.assignment.read_bytes()).task_provenance)

@@ -17,22 +17,31 @@ still be planned by it: same ids, same trial numbers.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import LoadedConfig, effective_budgets, load_config
-from autocad_bench.controller.batch import BatchRunner
+from autocad_bench.controller.batch import BatchRunner, assigned_provenance
 from autocad_bench.controller.state import BatchState, BatchStateStore
-from autocad_bench.controller.summary import build_summary, print_summary, write_summary
+from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
+from autocad_bench.costs import hourly_rate, infrastructure_cost
+from autocad_bench.costs.budget import BudgetState
 from autocad_bench.errors import ConfigError, Problem, UserError
+from autocad_bench.harness.checkpoints import load_checkpoint
 from autocad_bench.harness.layout import RolloutPaths
-from autocad_bench.harness.records import RolloutResult
+from autocad_bench.harness.records import FailureClass, RolloutResult
+from autocad_bench.harness.trace import utcnow
 from autocad_bench.infrastructure.models import ActiveWorkersRequest, InfrastructureSpec
 from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.plugins import PluginHandle, PluginHost
+from autocad_bench.storage import atomic_write_json
 
 ResumeAction = Literal["complete", "failed", "resume", "start", "lost"]
+LOST_NOTE = ("; execute closes it as failed (infrastructure_lost) with the spend its checkpoint recorded, "
+             "and --rerun-failed-from RUN --failure-class infrastructure_lost runs it again")
+TERMINAL_STATES = ("done", "failed")
 
 
 class ResumePlanEntry(StrictModel):
@@ -110,13 +119,13 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
         worker_id = workers.get(rollout.rollout_id)
         if worker_id is None:
             entries.append(ResumePlanEntry(**base, action="lost",
-                                           reason="interrupted, but the backend has no worker for it"))
+                                           reason="interrupted, but the backend has no worker for it" + LOST_NOTE))
             continue
         status = backend.call("worker_status", session=session, worker_id=worker_id)
         entries.append(ResumePlanEntry(
             **base, action="resume" if status.reconnectable else "lost",
             reason="continue from resume-checkpoint.json" if status.reconnectable
-            else f"worker {worker_id} cannot be reconnected: {status.detail or status.state}",
+            else f"worker {worker_id} cannot be reconnected: {status.detail or status.state}" + LOST_NOTE,
             worker_id=worker_id, worker_state=status.state, reconnectable=status.reconnectable,
             **_aws_aliases(rollout.infrastructure_backend, worker_id, status.state)))
     return ResumePlan(batch_dir=str(batch_dir), batch_id=state.batch_id,
@@ -141,6 +150,12 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
     for entry in plan.entries:
         if entry.action in ("resume", "start"):
             runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
+        elif entry.action == "lost":
+            _close_lost(runner, batch_dir, entry, state)
+        elif runner.store.entry(entry.rollout_id).state not in TERMINAL_STATES:
+            # The rollout finished after its controller died (a subprocess child outlives
+            # it): record what it wrote, score and spend included, exactly as _record_end would.
+            _record_finished(runner, batch_dir, entry.rollout_id)
     runner.execute(plan.runnable)
     summary = build_summary(batch_dir, runner.store.state)
     write_summary(batch_dir, summary)
@@ -186,3 +201,66 @@ def _legacy_logs(batch_dir: Path, known: dict[str, str], backend: PluginHandle) 
         if worker:
             found.append((rollout_id, worker))
     return found
+
+
+def _crash_seconds(paths: RolloutPaths, started: datetime | None) -> float:
+    """How long the lost sandbox ran, as far as the files tell: from its start to the last
+    thing its pilot wrote (the controller that could have timed it is gone)."""
+    if started is None:
+        return 0.0
+    last = max((p.stat().st_mtime for p in (paths.run_state, paths.checkpoint, paths.checkpoint_journal)
+                if p.exists()), default=started.timestamp())
+    return max(0.0, last - started.timestamp())
+
+
+def _close_lost(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state: BatchState) -> None:
+    """Give a rollout whose desktop died with the controller its end: failed with
+    ``infrastructure_lost``, a result.json, and the spend its checkpoint recorded."""
+    rollout = runner.store.entry(entry.rollout_id)
+    paths = RolloutPaths(batch_dir / "rollouts" / entry.rollout_id)
+    checkpoint = load_checkpoint(paths)
+    budget = checkpoint.budget if checkpoint is not None else BudgetState()
+    seconds = _crash_seconds(paths, rollout.started_at)
+    rate = hourly_rate(runner.hourly_key(), runner.prices)
+    infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
+    now = utcnow()
+    result = RolloutResult(
+        rollout_id=entry.rollout_id, attempt_id=rollout.attempt_id, task_id=rollout.task_id,
+        task_provenance=assigned_provenance(paths), provider=rollout.provider, model=rollout.model,
+        infrastructure_backend=rollout.infrastructure_backend, status="failed",
+        failure_class=FailureClass.INFRASTRUCTURE_LOST, failure_detail=entry.reason,
+        stop_reason=None, turns=budget.turns, actions=budget.actions, invalid_turns=budget.lifetime_invalid_turns,
+        model_responses=budget.ledger.responses, usage=budget.ledger.usage.model_dump(mode="json"),
+        token_cost_usd=float(budget.ledger.total_usd), wall_seconds=round(budget.elapsed_s, 3),
+        infrastructure_seconds=round(seconds, 3), infrastructure_cost_usd=infra_cost, drawing=None,
+        attempts=max(1, budget.attempts), started_at=rollout.started_at or now, finished_at=now, exit_code=1)
+    paths.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(paths.result, result.model_dump(mode="json"))
+    runner.store.update_rollout(
+        entry.rollout_id, state="failed", finished_at=now, exit_code=1,
+        failure_class=FailureClass.INFRASTRUCTURE_LOST.value, turns=budget.turns, actions=budget.actions,
+        token_cost_usd=result.token_cost_usd, infrastructure_seconds=result.infrastructure_seconds,
+        infrastructure_cost_usd=infra_cost)
+
+
+def _record_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str) -> None:
+    paths = RolloutPaths(batch_dir / "rollouts" / rollout_id)
+    result = _result(paths)
+    if result is None:
+        return
+    rollout = runner.store.entry(rollout_id)
+    seconds = result.infrastructure_seconds
+    if seconds is None:
+        seconds = _crash_seconds(paths, rollout.started_at) or result.wall_seconds
+    rate = hourly_rate(runner.hourly_key(), runner.prices)
+    infra_cost = result.infrastructure_cost_usd
+    if infra_cost is None:
+        infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
+    score, passed, _ = read_scores(paths.root)
+    done = result.status == "completed" and (score is not None or not runner.config.evaluation.enabled)
+    runner.store.update_rollout(
+        rollout_id, state="done" if done else "failed", finished_at=result.finished_at, exit_code=result.exit_code,
+        failure_class=result.failure_class.value if result.failure_class else (None if done else "cleanup_error"),
+        stop_reason=result.stop_reason, turns=result.turns, actions=result.actions,
+        token_cost_usd=result.token_cost_usd, infrastructure_seconds=round(seconds, 3),
+        infrastructure_cost_usd=infra_cost, score=score, passed=passed)

@@ -28,6 +28,9 @@ class FailureClass(enum.StrEnum):
     """The drawing could not be checkpointed and retrieved."""
     CLEANUP_ERROR = "cleanup_error"
     """Evidence retrieval, release or worker cleanup failed within its bound."""
+    INFRASTRUCTURE_LOST = "infrastructure_lost"
+    """The controller died and the rollout's desktop could not be reconnected: the rollout is
+    closed on resume with the spend its checkpoint recorded (rerun it by this class)."""
 
 
 PilotPhase = Literal["starting", "running", "checkpointing", "finished"]
