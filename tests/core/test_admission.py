@@ -233,7 +233,7 @@ def test_unknown_backend_and_provider(tmp_path: Path, env: tuple[str, str]) -> N
     code, _, err = run(["--config", str(path)])
     assert code == 2
     lines = err.splitlines()
-    assert lines[0].startswith(f"error: {path}: $.rollouts[0].provider: provider 'acme-llm' is not installed "
+    assert lines[0].startswith(f"error: {path}: $.rollouts[0].provider: unknown provider 'acme-llm' "
                                "(installed: ")
     assert "scripted" in lines[0]
     # (the "pip install autocad-bench[extra]" hint for known names is covered in test_plugins.py,

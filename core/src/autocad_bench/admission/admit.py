@@ -33,6 +33,7 @@ from autocad_bench.infrastructure.models import (
     PreflightRequest,
 )
 from autocad_bench.plugins.host import PluginHandle, PluginHost
+from autocad_bench.plugins.kinds import KINDS
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec
 from autocad_bench.tasks import load_task
 
@@ -79,10 +80,12 @@ def admit(
     problems += _unique_ids(loaded)
     problems += _unique_assignments(loaded, entries)
     problems += _expected_count(loaded, enabled, options.allow_partial)
+    unknown, unknown_problems = _unknown_providers(loaded, entries, host)
+    problems += unknown_problems  # before the task suite: a misspelt provider explains a suite mismatch
     problems += _task_suite(loaded)
     problems += _tasks(loaded, entries, options)
     problems += _evaluation_settings(loaded)
-    providers, provider_problems = _load_providers(loaded, entries, host)
+    providers, provider_problems = _load_providers(loaded, entries, host, skip=unknown)
     problems += provider_problems
     problems += _broker_version(loaded)
     problems += literal_credentials(config.infrastructure.settings, loaded.at("$.infrastructure.settings"))
@@ -278,10 +281,28 @@ def _evaluation_settings(loaded: LoadedConfig) -> list[Problem]:
 # --- step 4 ------------------------------------------------------------------------------
 
 
+def _unknown_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]],
+                       host: PluginHost) -> tuple[set[str], list[Problem]]:
+    """``unknown provider 'x' (installed: a, b)`` once per name not installed, at its first assignment."""
+    installed = host.installed_names("providers")
+    unknown: set[str] = set()
+    problems: list[Problem] = []
+    for index, entry in entries:
+        if entry.provider in installed or entry.provider in unknown:
+            continue
+        unknown.add(entry.provider)
+        message = f"unknown provider {entry.provider!r} (installed: {', '.join(installed) or 'none'})"
+        extra = KINDS["providers"].extras.get(entry.provider)
+        if extra:
+            message += f'; install it with pip install "autocad-bench[{extra}]"'
+        problems.append(Problem(loaded.at(f"$.rollouts[{index}].provider"), message))
+    return unknown, problems
+
+
 def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]],
-                    host: PluginHost) -> tuple[dict[str, PluginHandle], list[Problem]]:
+                    host: PluginHost, skip: set[str]) -> tuple[dict[str, PluginHandle], list[Problem]]:
     providers: dict[str, PluginHandle] = {}
-    failed: set[str] = set()
+    failed: set[str] = set(skip)
     problems: list[Problem] = []
     for index, entry in entries:
         where = loaded.at(f"$.rollouts[{index}]")

@@ -164,6 +164,8 @@ def effective_budgets(
         updates[field] = value
     if problems:
         raise ConfigError(problems)
+    sources = {field: f"environment {env_name}" for field, env_name in
+               (("max_cost_usd", MAX_COST_ENV), ("max_duration_s", MAX_DURATION_ENV)) if field in updates}
     for field, flag_value in (
         ("max_cost_usd", max_cost_usd),
         ("max_duration_s", max_duration_s),
@@ -171,4 +173,9 @@ def effective_budgets(
     ):
         if flag_value is not None:
             updates[field] = flag_value
-    return BudgetConfig.model_validate({**budgets.model_dump(), **updates})
+            sources[field] = "--" + field.replace("_", "-")
+    try:
+        return BudgetConfig.model_validate({**budgets.model_dump(), **updates})
+    except ValidationError as error:  # a cap beyond the field's bound
+        raise ConfigError([Problem(sources.get(str(item["loc"][0]), "budgets"), item["msg"])
+                           for item in error.errors(include_url=False, include_input=False)]) from None

@@ -12,6 +12,9 @@ from autocad_bench.costs.pricing import PricingContract
 from autocad_bench.infrastructure.models import InfrastructureSpec
 from autocad_bench.models import EnvName, Identifier, JsonObject, StrictModel
 
+MAX_CONCURRENCY = 10_000
+MAX_EXPECTED_ROLLOUTS = 1_000_000
+
 
 class RolloutEntry(StrictModel):
     """One (task, provider, model) assignment; ``rollout_id`` names its output directory."""
@@ -20,7 +23,7 @@ class RolloutEntry(StrictModel):
     task_id: str = Field(min_length=1)
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    enabled: bool = True
+    enabled: bool = Field(default=True, strict=True)
     provider_options: JsonObject = Field(default_factory=dict)
 
 
@@ -32,7 +35,7 @@ are the benchmark contract, cost, duration and turn caps are optional guardrails
 class JudgeConfig(StrictModel):
     """The vision judge: a separate score, never merged into the deterministic one."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, strict=True)
     model: str = Field(default="gpt-5.1", min_length=1)
     credential_env: EnvName = "OPENAI_API_KEY"
 
@@ -40,7 +43,7 @@ class JudgeConfig(StrictModel):
 class EvaluationConfig(StrictModel):
     """Trusted post-rollout evaluation. Disable only for deliberate unevaluated runs."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, strict=True)
     evaluator_version: str | None = None
     gold_cache: str | None = None
     bucket: str | None = None
@@ -50,18 +53,21 @@ class EvaluationConfig(StrictModel):
 class BatchConfig(StrictModel):
     """A benchmark batch: assignments, concurrency, infrastructure, evaluation, budgets."""
 
-    name: str | None = None
-    expected_rollouts: int = Field(ge=0)
+    name: Identifier | None = Field(
+        default=None, description="the batch's name; it may name files, so letters, digits, . _ - only "
+        "(no separators, spaces or control characters, no leading dot), at most 128 characters",
+    )
+    expected_rollouts: int = Field(strict=True, ge=0, le=MAX_EXPECTED_ROLLOUTS)
     task_suite: str | None = None
     tasks_dir: str | None = Field(
         default=None, description="directory of task folders (task.json, reference.png, template), "
         "relative to the configuration file",
     )
     trials: int = Field(
-        default=1, ge=1, le=100, description="rollouts per enabled assignment; with more than one, "
+        default=1, strict=True, ge=1, le=100, description="rollouts per enabled assignment; with more than one, "
         "trial n of assignment <rollout_id> runs as rollout <rollout_id>.t<n>",
     )
-    max_concurrency: int = Field(default=1, ge=1)
+    max_concurrency: int = Field(default=1, strict=True, ge=1, le=MAX_CONCURRENCY)
     execution_mode: Literal["shared", "subprocess"] = "shared"
     infrastructure: InfrastructureSpec
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import Field, PlainSerializer
+from pydantic import BeforeValidator, Field, PlainSerializer
+from pydantic_core import PydanticCustomError
 
 from autocad_bench.costs.calculator import CostLedger, ResponseCost
 from autocad_bench.models import StrictModel
@@ -30,11 +31,27 @@ def _usd_as_json_number(value: Decimal) -> float | int:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
+def _number_not_text_or_bool(value: object) -> object:
+    # Decimal's lax mode would take "2" and true; a configuration cap must be a JSON number.
+    if isinstance(value, (bool, str)):
+        raise PydanticCustomError("decimal_type", "Input should be a valid number")
+    return value
+
+
 CapUsd = Annotated[
     Decimal,
+    BeforeValidator(_number_not_text_or_bool),
     Field(gt=0, allow_inf_nan=False),
     PlainSerializer(_usd_as_json_number, return_type=float, when_used="json"),
 ]
+
+
+# Upper bounds of the budget fields (the duration is 30 days): larger values are typos.
+MAX_ACTIONS = 10_000_000
+MAX_CONSECUTIVE_INVALID_TURNS = 10_000
+MAX_COST_USD = 1_000_000
+MAX_DURATION_S = 30 * 24 * 3600
+MAX_TURNS = 100_000
 
 
 class RolloutBudget(StrictModel):
@@ -46,11 +63,11 @@ class RolloutBudget(StrictModel):
     model calls reach them.
     """
 
-    max_actions: int = Field(default=5000, ge=1)
-    max_consecutive_invalid_turns: int = Field(default=10, ge=1)
-    max_cost_usd: CapUsd | None = None
-    max_duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    max_turns: int | None = Field(default=None, ge=1)
+    max_actions: int = Field(default=5000, strict=True, ge=1, le=MAX_ACTIONS)
+    max_consecutive_invalid_turns: int = Field(default=10, strict=True, ge=1, le=MAX_CONSECUTIVE_INVALID_TURNS)
+    max_cost_usd: Annotated[CapUsd, Field(le=MAX_COST_USD)] | None = None
+    max_duration_s: float | None = Field(default=None, strict=True, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
+    max_turns: int | None = Field(default=None, strict=True, ge=1, le=MAX_TURNS)
 
 
 class StopReason(enum.StrEnum):
@@ -144,6 +161,16 @@ class BudgetTracker:
         self._attempts = prior.attempts + 1
         self._stop: StopReason | None = prior.stop_reason
         self._stop_detail = prior.stop_detail
+
+    def start_clock(self) -> None:
+        """Start (or restart) this attempt's wall clock now.
+
+        The pilot calls it once the desktop has been handed to the model, so the
+        ``max_duration_s`` budget counts the model's time, not the infrastructure's warm-up
+        (lease, reset, first frame), which is reported separately. Time of earlier attempts
+        is kept.
+        """
+        self._started = self._clock()
 
     # -- queries -------------------------------------------------------------------------
 

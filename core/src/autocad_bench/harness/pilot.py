@@ -116,6 +116,7 @@ class Pilot:
             environ, pinned=a.pricing
         )
         self.budget = BudgetTracker(a.budgets, state=self.cp.budget)
+        self.handoff_seconds: float | None = None
         self.caller = ModelCaller(
             counters=self.cp.counters,
             budget=self.budget,
@@ -154,7 +155,12 @@ class Pilot:
             failure = _Failure(self.cp.failure, self.cp.failure_detail)
         try:
             if failure is None and not self.cp.done:
+                handoff_started = time.monotonic()
                 await self._handoff()
+                self.handoff_seconds = round(time.monotonic() - handoff_started, 3)
+                # The wall-clock budget is the model's time: it starts once the desktop is
+                # handed over (lease, reset and frame 0 are the infrastructure's, reported apart).
+                self.budget.start_clock()
                 self._state("running")
                 await self._loop()
         except _Failure as error:
@@ -412,6 +418,7 @@ class Pilot:
             usage=ledger.usage.model_dump(mode="json"),
             token_cost_usd=float(ledger.total_usd),
             wall_seconds=round(snapshot.elapsed_s, 3),
+            handoff_seconds=self.handoff_seconds,
             drawing=drawing,
             attempts=snapshot.attempts,
             started_at=self.started,

@@ -117,7 +117,11 @@ class RolloutResult(StrictModel):
     model_responses: int
     usage: JsonObject
     token_cost_usd: float
-    wall_seconds: float = Field(description="the pilot's own wall time across attempts")
+    wall_seconds: float = Field(description="the pilot's own wall time across attempts, counted from the "
+                                            "handoff of the desktop (the wall-clock budget's clock)")
+    handoff_seconds: float | None = Field(
+        default=None, description="lease, reset and first frame of the last attempt: infrastructure warm-up, "
+                                  "not counted against the wall-clock budget")
     infrastructure_seconds: float | None = Field(
         default=None, description="sandbox lifetime measured by the controller (VM-seconds)")
     infrastructure_cost_usd: float | None = None
