@@ -36,6 +36,13 @@ def evaluate_rollout(request: RolloutLaunchRequest, environ: Mapping[str, str]) 
     if not arguments.enabled:
         return EXIT_OK
     paths = RolloutPaths(request.output_dir)
+    if _interrupted(paths):
+        # A drawing the operator's stop cut short measures nothing: it is never scored.
+        paths.evaluation.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(paths.evaluation / "status.json", {
+            "state": "skipped", "reason": "the rollout was interrupted by the operator; it is not scored",
+            "updated_at": utcnow().isoformat()})
+        return EXIT_OK
     try:
         from autocad_bench_evaluator.evaluate import evaluate
         from autocad_bench_evaluator.judge import JudgeSettings, VisionJudge
@@ -62,6 +69,16 @@ def evaluate_rollout(request: RolloutLaunchRequest, environ: Mapping[str, str]) 
                        paths.evaluation, judge=judge, task_prompt=prompt)
     log.info("evaluation of %s: %s", request.rollout_id, outcome.state)
     return outcome.exit_code
+
+
+def _interrupted(paths: RolloutPaths) -> bool:
+    from autocad_bench.harness.records import FailureClass, RolloutResult
+
+    try:
+        result = RolloutResult.model_validate_json(paths.result.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return result.failure_class == FailureClass.INTERRUPTED
 
 
 def _failed(paths: RolloutPaths, message: str) -> int:

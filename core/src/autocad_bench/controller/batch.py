@@ -10,16 +10,23 @@ the same rollout directories. Independent rollouts never wait for one another; o
 The controller runs planned rollouts (:func:`autocad_bench.config.trials.expand_trials`):
 every enabled assignment ``trials`` times, each trial an ordinary rollout with its own
 directory, attempt id, desktop, trace and score.
+
+Stopping (:mod:`autocad_bench.interrupt`): after the first SIGINT/SIGTERM no queued rollout
+starts (it stays ``queued``, so resume starts it), running pilots stop at their next turn
+boundary as ``interrupted``, and every sandbox ends through its own lifecycle; the batch
+state records the interruption. The second signal kills every child and reaps the batch at
+once (:meth:`BatchRunner.abort`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +64,7 @@ from autocad_bench.infrastructure.models import (
     TracePublisherRequest,
 )
 from autocad_bench.infrastructure.publisher import TracePublisher
+from autocad_bench.interrupt import Interruption, StopRequest, handle_stop_signals, say
 from autocad_bench.metrics.conditions import RunConditions, suite_identity
 from autocad_bench.plugins import PluginHandle, PluginHost
 from autocad_bench.progress import BatchProgress
@@ -81,7 +89,8 @@ class BatchRunner:
     """Runs one admitted batch to completion (see module docstring)."""
 
     def __init__(self, loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig, output_dir: Path,
-                 *, host: PluginHost, environ: Mapping[str, str], batch_id: str | None = None) -> None:
+                 *, host: PluginHost, environ: Mapping[str, str], batch_id: str | None = None,
+                 stop: StopRequest | None = None) -> None:
         self.loaded = loaded
         self.config = loaded.config
         self.admission = admission
@@ -95,6 +104,8 @@ class BatchRunner:
         self.planned = loaded.planned_rollouts()
         self.enabled = [r for r in self.planned if r.enabled]
         self._stop = threading.Event()
+        self.stop = stop or StopRequest()
+        """The operator's stop (signals); distinct from ``_stop``, which ends the monitor."""
         self._registry = self._global_registry()
         self.publisher: TracePublisher | None = None
 
@@ -131,7 +142,10 @@ class BatchRunner:
             self._stop.set()
             monitor.join(timeout=5)
             self._reconcile()
-            self.store.update(finished_at=utcnow(), status="finished")
+            if self.stop.is_set():
+                self.store.update(finished_at=utcnow(), status="interrupted", interruption=self._interruption())
+            else:
+                self.store.update(finished_at=utcnow(), status="finished", interruption=None)
             if self.publisher is not None:
                 try:
                     self.publisher.close()
@@ -145,7 +159,13 @@ class BatchRunner:
 
     def _sandbox(self, entry: PlannedRollout, worker_id: str | None = None) -> None:
         rollout_id = entry.rollout_id
+        if self.stop.is_set():
+            return  # stopping: a queued rollout stays queued and resume starts it
         lease = self._acquire_global_slot(rollout_id)
+        if self.stop.is_set():
+            if lease is not None:
+                self._registry.release(lease)  # type: ignore[union-attr]
+            return
         paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
         log_path = self.output_dir / "logs" / f"{rollout_id}.log"
         started = time.monotonic()
@@ -157,15 +177,16 @@ class BatchRunner:
                 self._log(log_path, f"reconnecting to worker {worker_id} on backend {self.backend.name}")
                 command = self.backend.call("build_recovery_command", request=RecoveryLaunchRequest(
                     launch=request, worker_id=worker_id, resume_command=request.child_command))
-                code = run_subprocess(command, self.environ, log_path)
+                code = run_subprocess(command, self.environ, log_path, stop=self.stop)
                 return
             self._log(log_path, f"sandbox starting on backend {self.backend.name} ({self.config.execution_mode} mode)")
             if self.config.execution_mode == "shared":
-                child = InProcessChild(paths.root, request.child_environment_names, self.environ, self.host)
+                child = InProcessChild(paths.root, request.child_environment_names, self.environ, self.host,
+                                       stop=self.stop)
                 code = int(self.backend.call("run_shared", request=request, child=child))
             else:
                 command = self.backend.call("build_rollout_command", request=request)
-                code = run_subprocess(command, self.environ, log_path)
+                code = run_subprocess(command, self.environ, log_path, stop=self.stop)
         except Exception as error:  # a backend bug must not take the other rollouts down
             log.exception("sandbox %s failed", rollout_id)
             self._log(log_path, f"sandbox error: {type(error).__name__}: {error}")
@@ -179,7 +200,8 @@ class BatchRunner:
 
     def _prepare(self, entry: PlannedRollout, paths: RolloutPaths, log_path: Path) -> RolloutLaunchRequest:
         paths.root.mkdir(parents=True, exist_ok=True)
-        attempt_id = f"{self.batch_id}.{entry.rollout_id}.1"
+        # ".1" for a first attempt; resume numbers the attempts after an interrupted one.
+        attempt_id = self.store.entry(entry.rollout_id).attempt_id
         tasks_dir = self.loaded.tasks_dir
         assert tasks_dir is not None
         task = load_task(tasks_dir, entry.task_id)
@@ -220,11 +242,20 @@ class BatchRunner:
         rate = hourly_rate(self.hourly_key(), self.prices)
         infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
         result = _read_result(paths)
+        if result is None and self.stop.is_set() and not paths.checkpoint.exists():
+            # Stopped before the pilot reached the model: nothing to count, nothing lost;
+            # the rollout goes back to the queue and resume starts it afresh.
+            self._set_state(entry.rollout_id, "queued", started_at=None, worker_id=None)
+            return
+        if result is None and self.stop.is_set():
+            # Stopped after its checkpoint but before its result (a child killed after its
+            # grace): left as it is; resume closes it with the spend its checkpoint recorded.
+            return
         if result is None:
             # The pilot never ran to its end (launch or handoff failed): record that once.
             now = utcnow()
             result = RolloutResult(
-                rollout_id=entry.rollout_id, attempt_id=f"{self.batch_id}.{entry.rollout_id}.1",
+                rollout_id=entry.rollout_id, attempt_id=self.store.entry(entry.rollout_id).attempt_id,
                 task_id=entry.task_id, task_provenance=assigned_provenance(paths), provider=entry.provider,
                 model=entry.model, infrastructure_backend=self.backend.name, status="failed",
                 failure_class=FailureClass.ADMISSION_FAILED,
@@ -304,6 +335,38 @@ class BatchRunner:
                 if target is not None and target != entry.state:
                     self._set_state(entry.rollout_id, target, only_from=("starting", "running"))
 
+    # --- stopping -----------------------------------------------------------------------
+
+    def _interruption(self) -> Interruption:
+        assert self.stop.signum is not None and self.stop.exit_code is not None
+        return Interruption(signal=self.stop.signal_name, exit_code=self.stop.exit_code, at=utcnow(),
+                            immediate=self.stop.immediate)
+
+    def announce_stop(self) -> None:
+        """First signal: tell the operator what happens now (runs in the signal handler)."""
+        running = sum(1 for r in self.store.state.rollouts if r.state in ("starting", "running", "evaluating"))
+        say(f"\n{self.stop.signal_name}: stopping. No new rollout or turn starts; {running} running rollout(s) "
+            "finish their current action batch, save and release their desktops. Signal again to tear "
+            "everything down now.")
+
+    def abort(self) -> None:
+        """Second signal: kill every child, reap every desktop, write the state, exit now.
+
+        Runs in the signal handler on the main thread. Children's process groups were
+        already sent SIGKILL by :meth:`StopRequest.request`; rollouts caught in flight stay
+        non-terminal here and resume closes them as ``interrupted`` from their checkpoints.
+        """
+        say(f"{self.stop.signal_name} again: tearing down every desktop of batch {self.batch_id} now")
+        self._reconcile()
+        code = self.stop.exit_code or 1
+        try:
+            self.store.update(finished_at=utcnow(), status="interrupted", interruption=self._interruption())
+        finally:
+            say(resume_hint(self.output_dir))
+            # Worker threads may sit in a model call: do not wait for them (a normal exit
+            # would join them); everything they held is reaped and the state is on disk.
+            os._exit(code)
+
     def _batch_event(self) -> BatchEvent:
         state = self.store.state
         return BatchEvent(batch_id=self.batch_id, output_dir=str(self.output_dir),
@@ -353,7 +416,8 @@ class BatchRunner:
             return None
         key = f"{self.batch_id}.{rollout_id}"
         while not self._registry.try_acquire(key):
-            time.sleep(1.0)
+            if self.stop.wait(1.0):
+                return None
         return key
 
     @staticmethod
@@ -390,18 +454,44 @@ def _pilot_running(paths: RolloutPaths) -> bool:
         return False
 
 
+def resume_hint(output_dir: Path) -> str:
+    """The line that tells an interrupted operator how to continue."""
+    return (f"batch interrupted; see the plan with `autocad-bench-resume {output_dir}` and continue it with "
+            f"`autocad-bench-resume {output_dir} --execute`")
+
+
+def run_interruptibly(runner: BatchRunner, body: Callable[[], int]) -> int:
+    """Run ``body`` (the runner's work) with SIGINT/SIGTERM wired to the runner's stop.
+
+    Returns ``body``'s code, or ``128 + signal`` when a signal stopped the batch.
+    """
+    with handle_stop_signals(runner.stop, on_first=runner.announce_stop, on_second=runner.abort):
+        code = body()
+    return runner.stop.exit_code if runner.stop.exit_code is not None else code
+
+
 def run_batch(loaded: LoadedConfig, admission: Admission, budgets: BudgetConfig, output_dir: Path,
               *, host: PluginHost, environ: Mapping[str, str]) -> int:
-    """Execute an admitted batch into ``output_dir`` (which must not exist yet)."""
+    """Execute an admitted batch into ``output_dir`` (which must not exist yet).
+
+    Exit code: 0 when every rollout completed, 1 when one did not, 130/143 when SIGINT or
+    SIGTERM stopped the batch (it is then resumable, see :mod:`autocad_bench.interrupt`).
+    """
     runner = BatchRunner(loaded, admission, budgets, output_dir, host=host, environ=environ)
-    with BatchProgress(output_dir, host=host, environ=environ):
-        code = runner.run()
+
+    def body() -> int:
+        with BatchProgress(output_dir, host=host, environ=environ):
+            return runner.run()
+
+    code = run_interruptibly(runner, body)
     summary = build_summary(output_dir, runner.store.state)
     write_summary(output_dir, summary)
     print_summary(summary)
     print(json.dumps({"batch_id": runner.batch_id, "output_dir": str(output_dir), "counts": summary["counts"],
                       "models": compact_models(summary)}))
+    if runner.stop.is_set():
+        say(resume_hint(output_dir))
     return code
 
 
-__all__ = ["BatchRunner", "run_batch"]
+__all__ = ["BatchRunner", "resume_hint", "run_batch", "run_interruptibly"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from autocad_bench.harness.pilot import run_pilot
 from autocad_bench.infrastructure.models import RolloutCommand
+from autocad_bench.interrupt import StopRequest
 from autocad_bench.plugins import PluginHost
 
 # Non-secret variables every child gets so it can find Python, its packages and a locale.
@@ -40,25 +41,33 @@ class InProcessChild:
     """
 
     def __init__(self, rollout_dir: Path, names: tuple[str, ...], environ: Mapping[str, str],
-                 host: PluginHost) -> None:
+                 host: PluginHost, *, stop: StopRequest | None = None) -> None:
         self._rollout_dir = rollout_dir
+        self._stop = stop
         self._names = names
         self._environ = environ
         self._host = host
 
     async def run(self, environ: Mapping[str, str]) -> int:
         env = child_environment(self._names, self._environ, environ)
-        return await run_pilot(self._rollout_dir, env, host=self._host)
+        return await run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
 
 
-def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path: Path) -> int:
-    """Run a backend's lifecycle command with only the named variables; log to ``log_path``."""
+def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path: Path, *,
+                   stop: StopRequest | None = None) -> int:
+    """Run a backend's lifecycle command with only the named variables; log to ``log_path``.
+
+    The command runs in its own session (a terminal's Ctrl-C does not reach it); ``stop``
+    forwards the controller's stop to its process group instead (SIGTERM, then SIGKILL).
+    """
     env = child_environment(command.environment_names, environ, command.environment)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             list(command.argv), env=env, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, cwd=command.cwd, start_new_session=True,
         )
+        if stop is not None:
+            stop.register_group(process.pid)
         try:
             return process.wait()
         except BaseException:
@@ -70,3 +79,6 @@ def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, 9)
             raise
+        finally:
+            if stop is not None:
+                stop.unregister_group(process.pid)

@@ -1,8 +1,10 @@
 """Planning and running the continuation of an interrupted batch (``autocad-bench-resume``).
 
 The plan is read-only: for every assignment it decides from the rollout directory whether
-it is complete, failed (recorded once, never silently rerun), resumable from its
-checkpoint (the backend must find a reconnectable worker), or never started. Executing the
+it is complete, failed (recorded once, never silently rerun), finished but never scored
+(``evaluate``: the controller died while it ran the evaluation; execute runs it again),
+resumable from its checkpoint (the backend must find a reconnectable worker), or never
+started. Executing the
 plan reconnects resumable rollouts through the backend's recovery protocol and starts the
 ones that never started, in the same output directory; the pilot continues each rollout
 from ``resume-checkpoint.json`` without repeating a desktop action, and usage and cost
@@ -16,6 +18,7 @@ still be planned by it: same ids, same trial numbers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -23,25 +26,29 @@ from typing import Literal
 
 from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import LoadedConfig, effective_budgets, load_config
-from autocad_bench.controller.batch import BatchRunner, assigned_provenance
-from autocad_bench.controller.state import BatchState, BatchStateStore
+from autocad_bench.controller.batch import BatchRunner, assigned_provenance, resume_hint, run_interruptibly
+from autocad_bench.controller.state import BatchState, BatchStateStore, EarlierAttempt
 from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import hourly_rate, infrastructure_cost
 from autocad_bench.costs.budget import BudgetState
 from autocad_bench.errors import ConfigError, Problem, UserError
+from autocad_bench.evaluation import evaluate_rollout
 from autocad_bench.harness.checkpoints import load_checkpoint
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.harness.trace import utcnow
 from autocad_bench.infrastructure.models import ActiveWorkersRequest, InfrastructureSpec
+from autocad_bench.interrupt import say
 from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.plugins import PluginHandle, PluginHost
 from autocad_bench.storage import atomic_write_json
 
-ResumeAction = Literal["complete", "failed", "resume", "start", "lost"]
+ResumeAction = Literal["complete", "evaluate", "failed", "resume", "start", "restart", "lost"]
 LOST_NOTE = ("; execute closes it as failed (infrastructure_lost) with the spend its checkpoint recorded, "
              "and --rerun-failed-from RUN --failure-class infrastructure_lost runs it again")
 TERMINAL_STATES = ("done", "failed")
+RESTART_NOTE = ("; execute keeps its spend, moves its files to interrupted/ and runs it again from the start "
+                "on a fresh desktop as the rollout's next attempt")
 
 
 class ResumePlanEntry(StrictModel):
@@ -70,7 +77,7 @@ class ResumePlan(StrictModel):
     @property
     def runnable(self) -> dict[str, str | None]:
         """Rollout id to worker id (``None`` = fresh sandbox) for everything execute will run."""
-        return {e.rollout_id: e.worker_id for e in self.entries if e.action in ("resume", "start")}
+        return {e.rollout_id: e.worker_id for e in self.entries if e.action in ("resume", "start", "restart")}
 
 
 def load_batch_state(batch_dir: Path) -> BatchState:
@@ -89,6 +96,7 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
     spec = InfrastructureSpec.model_validate(state.infrastructure)
     backend = host.infrastructure(state.infrastructure_backend)
     entries: list[ResumePlanEntry] = []
+    evaluation_enabled = bool(state.evaluation.get("enabled", False))
     workers: dict[str, str] | None = None
     session = None
     for rollout in state.rollouts:
@@ -97,6 +105,16 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
                 "trial": rollout.trial, "infrastructure_backend": rollout.infrastructure_backend,
                 "infrastructure": state.infrastructure}
         result = _result(paths)
+        if result is not None and result.status == "completed" and evaluation_enabled \
+                and read_scores(paths.root)[0] is None:
+            entries.append(ResumePlanEntry(**base, action="evaluate", reason=(
+                f"finished ({result.stop_reason or 'completed'}) but never scored: the controller stopped "
+                "during its evaluation; execute evaluates it again")))
+            continue
+        if result is not None and result.failure_class == FailureClass.INTERRUPTED:
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                f"stopped by the operator before it finished ({result.failure_detail})" + RESTART_NOTE)))
+            continue
         if result is not None:
             action: ResumeAction = "complete" if result.status == "completed" else "failed"
             reason = (f"finished: {result.stop_reason or 'completed'}" if action == "complete"
@@ -117,11 +135,22 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
             for rid, text in _legacy_logs(batch_dir, workers, backend):
                 workers[rid] = text
         worker_id = workers.get(rollout.rollout_id)
+        if worker_id is None and state.interruption is not None:
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                f"caught in flight by the {state.interruption.signal} that stopped the batch (its desktop was "
+                "torn down)" + RESTART_NOTE)))
+            continue
         if worker_id is None:
             entries.append(ResumePlanEntry(**base, action="lost",
                                            reason="interrupted, but the backend has no worker for it" + LOST_NOTE))
             continue
         status = backend.call("worker_status", session=session, worker_id=worker_id)
+        if not status.reconnectable and state.interruption is not None:
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                f"caught in flight by the {state.interruption.signal} that stopped the batch; worker {worker_id} "
+                f"cannot be reconnected ({status.detail or status.state})" + RESTART_NOTE),
+                worker_state=status.state, reconnectable=False))
+            continue
         entries.append(ResumePlanEntry(
             **base, action="resume" if status.reconnectable else "lost",
             reason="continue from resume-checkpoint.json" if status.reconnectable
@@ -146,20 +175,27 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
         raise UserError([Problem("resume admission", line) for line in failed])
     runner = BatchRunner(loaded, admission, budgets, batch_dir, host=host, environ=environ, batch_id=state.batch_id)
     runner.store = BatchStateStore(batch_dir / "batch-state.json", state.model_copy(
-        update={"status": "running", "finished_at": None}))
+        update={"status": "running", "finished_at": None, "interruption": None}))
     for entry in plan.entries:
         if entry.action in ("resume", "start"):
             runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
         elif entry.action == "lost":
             _close_lost(runner, batch_dir, entry, state)
+        elif entry.action == "restart":
+            _restart(runner, batch_dir, entry, state)
+        elif entry.action == "evaluate":
+            _evaluate_finished(runner, batch_dir, entry.rollout_id, environ)
         elif runner.store.entry(entry.rollout_id).state not in TERMINAL_STATES:
             # The rollout finished after its controller died (a subprocess child outlives
             # it): record what it wrote, score and spend included, exactly as _record_end would.
             _record_finished(runner, batch_dir, entry.rollout_id)
-    runner.execute(plan.runnable)
+    code = run_interruptibly(runner, lambda: runner.execute(plan.runnable))
     summary = build_summary(batch_dir, runner.store.state)
     write_summary(batch_dir, summary)
     print_summary(summary)
+    if runner.stop.is_set():
+        say(resume_hint(batch_dir))
+        return code
     return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
 
 
@@ -224,11 +260,16 @@ def _close_lost(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, st
     rate = hourly_rate(runner.hourly_key(), runner.prices)
     infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
     now = utcnow()
+    # An operator's stop that caught the rollout in flight is named as such; otherwise the
+    # controller died under it.
+    failure = FailureClass.INTERRUPTED if state.interruption is not None else FailureClass.INFRASTRUCTURE_LOST
+    detail = (f"caught in flight by the {state.interruption.signal} that stopped the batch; "
+              "closed with the spend its checkpoint recorded" if state.interruption is not None else entry.reason)
     result = RolloutResult(
         rollout_id=entry.rollout_id, attempt_id=rollout.attempt_id, task_id=rollout.task_id,
         task_provenance=assigned_provenance(paths), provider=rollout.provider, model=rollout.model,
         infrastructure_backend=rollout.infrastructure_backend, status="failed",
-        failure_class=FailureClass.INFRASTRUCTURE_LOST, failure_detail=entry.reason,
+        failure_class=failure, failure_detail=detail,
         stop_reason=None, turns=budget.turns, actions=budget.actions, invalid_turns=budget.lifetime_invalid_turns,
         model_responses=budget.ledger.responses, usage=budget.ledger.usage.model_dump(mode="json"),
         token_cost_usd=float(budget.ledger.total_usd), wall_seconds=round(budget.elapsed_s, 3),
@@ -238,9 +279,59 @@ def _close_lost(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, st
     atomic_write_json(paths.result, result.model_dump(mode="json"))
     runner.store.update_rollout(
         entry.rollout_id, state="failed", finished_at=now, exit_code=1,
-        failure_class=FailureClass.INFRASTRUCTURE_LOST.value, turns=budget.turns, actions=budget.actions,
+        failure_class=failure.value, turns=budget.turns, actions=budget.actions,
         token_cost_usd=result.token_cost_usd, infrastructure_seconds=result.infrastructure_seconds,
         infrastructure_cost_usd=infra_cost)
+
+
+def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state: BatchState) -> None:
+    """Archive an interrupted attempt (its spend stays on record) and queue the next one.
+
+    Safe to repeat after a crash at any point: the attempt is recorded once (by its attempt
+    id) before its files move, and a move already made is not made again.
+    """
+    paths = RolloutPaths(batch_dir / "rollouts" / entry.rollout_id)
+    if _result(paths) is None and paths.root.exists():
+        _close_lost(runner, batch_dir, entry, state)  # caught in flight: give the attempt its end first
+    result = _result(paths)
+    rollout = runner.store.entry(entry.rollout_id)
+    if result is not None and not any(a.attempt_id == result.attempt_id for a in rollout.earlier_attempts):
+        number = len(rollout.earlier_attempts) + 1
+        archive = Path("interrupted") / entry.rollout_id / f"attempt-{number}"
+        earlier = EarlierAttempt(
+            attempt_id=result.attempt_id, failure_class=result.failure_class.value if result.failure_class else None,
+            turns=result.turns, actions=result.actions,
+            token_cost_usd=rollout.token_cost_usd if rollout.token_cost_usd is not None else result.token_cost_usd,
+            infrastructure_seconds=rollout.infrastructure_seconds if rollout.infrastructure_seconds is not None
+            else result.infrastructure_seconds,
+            infrastructure_cost_usd=rollout.infrastructure_cost_usd or result.infrastructure_cost_usd or 0.0,
+            finished_at=result.finished_at, archived_to=str(archive))
+        runner.store.update_rollout(
+            entry.rollout_id, state="queued", attempt_id=f"{state.batch_id}.{entry.rollout_id}.{number + 1}",
+            earlier_attempts=[*rollout.earlier_attempts, earlier], worker_id=None, started_at=None,
+            finished_at=None, exit_code=None, failure_class=None, stop_reason=None, turns=None, actions=None,
+            token_cost_usd=None, infrastructure_seconds=None, infrastructure_cost_usd=None, score=None,
+            passed=None)
+    recorded = runner.store.entry(entry.rollout_id).earlier_attempts
+    if recorded and paths.root.exists():
+        target = batch_dir / recorded[-1].archived_to
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            os.replace(paths.root, target)
+
+
+def _evaluate_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str, environ: Mapping[str, str]) -> None:
+    """Score a rollout that finished but whose evaluation never completed, then record it."""
+    paths = RolloutPaths(batch_dir / "rollouts" / rollout_id)
+    log_path = batch_dir / "logs" / f"{rollout_id}.log"
+    planned = next((p for p in runner.enabled if p.rollout_id == rollout_id), None)
+    if planned is not None:
+        runner.store.update_rollout(rollout_id, state="evaluating")
+        request = runner._prepare(planned, paths, log_path)
+        code = evaluate_rollout(request, environ)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"{utcnow().isoformat()} resume: evaluation of the finished rollout exited with code {code}\n")
+    _record_finished(runner, batch_dir, rollout_id)
 
 
 def _record_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str) -> None:

@@ -13,11 +13,30 @@ from pydantic import Field
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.events import RolloutState
 from autocad_bench.infrastructure.models import InfrastructureSpec
+from autocad_bench.interrupt import Interruption
 from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, RunConditions
 from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.storage import atomic_write_json
 
 STATES: tuple[RolloutState, ...] = ("queued", "starting", "running", "evaluating", "done", "failed")
+
+
+class EarlierAttempt(StrictModel):
+    """An attempt of a rollout that an operator's stop cut short; resume ran it again.
+
+    Its files moved to ``archived_to`` (relative to the batch directory, outside
+    ``rollouts/``); its spend stays part of the rollout's and the batch's totals.
+    """
+
+    attempt_id: str
+    failure_class: str | None = None
+    turns: int | None = None
+    actions: int | None = None
+    token_cost_usd: float = 0.0
+    infrastructure_seconds: float | None = None
+    infrastructure_cost_usd: float = 0.0
+    finished_at: datetime | None = None
+    archived_to: str
 
 
 class RolloutEntryState(StrictModel):
@@ -47,6 +66,18 @@ class RolloutEntryState(StrictModel):
     infrastructure_cost_usd: float | None = None
     score: float | None = None
     passed: bool | None = None
+    earlier_attempts: list[EarlierAttempt] = Field(default_factory=list)
+    """Interrupted attempts before the current one (their spend counts, their drawings do not)."""
+
+    @property
+    def total_token_cost_usd(self) -> float:
+        """Token spend of every attempt of this rollout."""
+        return (self.token_cost_usd or 0.0) + sum(a.token_cost_usd for a in self.earlier_attempts)
+
+    @property
+    def total_infrastructure_cost_usd(self) -> float:
+        """Infrastructure spend of every attempt of this rollout."""
+        return (self.infrastructure_cost_usd or 0.0) + sum(a.infrastructure_cost_usd for a in self.earlier_attempts)
 
 
 class BatchState(StrictModel):
@@ -74,6 +105,8 @@ class BatchState(StrictModel):
     rollouts: list[RolloutEntryState]
     disabled_rollouts: list[str] = Field(default_factory=list)
     rerun_of: str | None = Field(default=None, description="the batch whose failed rollouts this one reruns")
+    interruption: Interruption | None = Field(
+        default=None, description="the signal that stopped the batch (status 'interrupted'); cleared by resume")
 
     @staticmethod
     def spec_json(spec: InfrastructureSpec) -> JsonObject:

@@ -56,8 +56,10 @@ def build_summary(output_dir: Path, state: BatchState) -> dict[str, Any]:
             "trial": entry.trial, "tool_mode": entry.tool_mode, "state": entry.state,
             "failure_class": entry.failure_class, "stop_reason": entry.stop_reason, "score": score,
             "passed": passed, "judge_score": judge,
-            "tokens": tokens, "token_cost_usd": entry.token_cost_usd or 0.0,
-            "infrastructure_cost_usd": entry.infrastructure_cost_usd or 0.0,
+            # Spend of every attempt: an interrupted attempt that resume ran again still cost.
+            "tokens": tokens, "token_cost_usd": entry.total_token_cost_usd,
+            "infrastructure_cost_usd": entry.total_infrastructure_cost_usd,
+            "attempts": 1 + len(entry.earlier_attempts),
             "wall_seconds": round(wall, 3) if wall is not None else None,
         })
     # Per-model figures come from the metrics module, with their intervals and conditions;

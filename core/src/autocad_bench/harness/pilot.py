@@ -26,6 +26,7 @@ a resumed pilot fetches again any recorded frame whose bytes a host crash lost o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -64,6 +65,7 @@ from autocad_bench.harness.records import (
     RunState,
 )
 from autocad_bench.harness.trace import TraceWriter, utcnow
+from autocad_bench.interrupt import StopRequest, pilot_stop_on_signals
 from autocad_bench.plugins import PluginHost
 from autocad_bench.providers.models import Credentials, ModelTurn, Observation, SessionRequest
 from autocad_bench.providers.session import ProviderSession
@@ -81,6 +83,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 RUN_STATE_INTERVAL_S = 1.0
 """Least time between two run-state.json rewrites within one phase."""
+STOP_MODEL_GRACE_S = 5.0
+"""After a stop request, how long a model call already in flight may still take: long
+enough for a normal answer (so its spend is recorded), short enough that the whole stop
+(this, the drawing save, the release and the teardown) stays within the 30 s promise."""
+STOP_POLL_S = 0.1
 
 
 class _Failure(Exception):
@@ -100,8 +107,10 @@ class Pilot:
         *,
         host: PluginHost | None = None,
         broker: BrokerClient | None = None,
+        stop: StopRequest | None = None,
     ) -> None:
         self.paths = RolloutPaths(rollout_dir)
+        self.stop = stop
         self.assignment = PilotAssignment.model_validate_json(self.paths.assignment.read_bytes())
         self.trace = TraceWriter(self.paths)
         self.environ = environ
@@ -149,6 +158,12 @@ class Pilot:
         if self.paths.result.exists():
             existing = RolloutResult.model_validate_json(self.paths.result.read_bytes())
             return existing.exit_code
+        if self._stopping() and not self.paths.checkpoint.exists():
+            # Stopped before the desktop was handed over: nothing happened that a fresh
+            # start would not redo; no result, so resume starts this rollout afresh.
+            log.warning("stop requested (%s) before the handoff; rollout %s not started",
+                        self._stop_name(), self.assignment.rollout_id)
+            return EXIT_FAILED
         self._state("starting")
         failure: _Failure | None = None
         if self.cp.failure is not None:
@@ -248,6 +263,8 @@ class Pilot:
         if self.cp.pending is not None:
             await self._execute(self.cp.pending)
         while not self.cp.done:
+            if self._stopping():
+                raise self._interrupted("before turn")
             observation = Observation(
                 turn_index=self.cp.turn_index,
                 frame=self.cp.frame,
@@ -257,7 +274,7 @@ class Pilot:
                 post_action_visual_stable=self.cp.post_action_visual_stable,
             )
             try:
-                result = await self.caller.request_turn(self.session, observation)
+                result = await self._request_turn(observation)
             except BudgetStopped as stop:
                 self._flush_costs()
                 self._save(done=True, stop_reason=str(stop.reason))
@@ -268,7 +285,45 @@ class Pilot:
             except ModelCallError as error:
                 self._flush_costs()
                 raise _Failure(FailureClass.MODEL_CONTRACT_ERROR, str(error)) from error
+            if self._stopping():
+                # The answer came back after the stop: it is billed and traced, not executed.
+                self._flush_costs()
+                raise self._interrupted("after the model answered turn")
             await self._handle_turn(result)
+
+    # --- stopping -----------------------------------------------------------------------
+
+    def _stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    def _stop_name(self) -> str:
+        return (self.stop.signal_name if self.stop is not None else "") or "a stop request"
+
+    def _interrupted(self, where: str) -> _Failure:
+        return _Failure(FailureClass.INTERRUPTED,
+                        f"stopped by {self._stop_name()} {where} {self.cp.turn_index}; "
+                        "autocad-bench-resume runs it again from the start, keeping this spend")
+
+    async def _request_turn(self, observation: Observation) -> TurnResult:
+        """Ask for a turn; after a stop request give a call in flight a short grace, then cancel it."""
+        assert self.session is not None
+        call = asyncio.ensure_future(self.caller.request_turn(self.session, observation))
+        if self.stop is None:
+            return await call
+        while not call.done() and not self.stop.is_set():
+            await asyncio.wait({call}, timeout=STOP_POLL_S)
+        if not call.done():
+            await asyncio.wait({call}, timeout=STOP_MODEL_GRACE_S)
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await call
+            self._flush_costs()
+            raise _Failure(FailureClass.INTERRUPTED,
+                           f"stopped by {self._stop_name()} while the model answered turn {self.cp.turn_index}; "
+                           f"the call did not return within {STOP_MODEL_GRACE_S:g} s and was cancelled, so any "
+                           "tokens the provider billed for it are not counted")
+        return call.result()
 
     async def _handle_turn(self, result: TurnResult) -> None:
         turn = result.turn
@@ -524,10 +579,17 @@ class Pilot:
         ))
 
 
-async def run_pilot(rollout_dir: Path, environ: Mapping[str, str], *, host: PluginHost | None = None) -> int:
-    """Run or resume the rollout in ``rollout_dir``; return the exit code (0 completed, 1 failed)."""
-    return await Pilot(rollout_dir, environ, host=host).run()
+async def run_pilot(rollout_dir: Path, environ: Mapping[str, str], *, host: PluginHost | None = None,
+                    stop: StopRequest | None = None) -> int:
+    """Run or resume the rollout in ``rollout_dir``; return the exit code (0 completed, 1 failed).
+
+    With ``stop``, the pilot stops at the next turn boundary once it is set (see
+    :mod:`autocad_bench.interrupt`) and records the rollout as ``interrupted``.
+    """
+    return await Pilot(rollout_dir, environ, host=host, stop=stop).run()
 
 
 def main_sync(rollout_dir: Path) -> int:
-    return asyncio.run(run_pilot(rollout_dir, dict(os.environ)))
+    """The pilot as its own process: SIGINT/SIGTERM ask it to stop at a turn boundary."""
+    with pilot_stop_on_signals(StopRequest()) as stop:
+        return asyncio.run(run_pilot(rollout_dir, dict(os.environ), stop=stop))

@@ -31,6 +31,10 @@ class FailureClass(enum.StrEnum):
     INFRASTRUCTURE_LOST = "infrastructure_lost"
     """The controller died and the rollout's desktop could not be reconnected: the rollout is
     closed on resume with the spend its checkpoint recorded (rerun it by this class)."""
+    INTERRUPTED = "interrupted"
+    """The operator stopped the batch (SIGINT or SIGTERM) after the rollout had reached the
+    model: it stopped at a turn boundary, its drawing and spend were kept, and it is never
+    scored (a half-finished drawing measures nothing). Rerun it by this class."""
 
 
 PilotPhase = Literal["starting", "running", "checkpointing", "finished"]

@@ -35,9 +35,20 @@ def _str(value: Any) -> str | None:
 
 MODEL_FAILURES = frozenset({"model_contract_error", "action_rejected"})
 """Failure classes that are the model's doing: they count as a failed task, not as noise."""
+NEVER_SCORED = frozenset({"interrupted"})
+"""Failure classes whose drawing measures nothing even if a backend scored it anyway: the
+operator cut the rollout short (it is rerun by its class, and the rerun is the sample)."""
 TERMINAL = frozenset({"done", "failed"})
 
 JsonLoader = Callable[[Path], Any]
+
+
+def _earlier(entry: Mapping[str, Any], field: str) -> float:
+    """Spend of the rollout's interrupted earlier attempts (resume ran it again): it counts."""
+    attempts = entry.get("earlier_attempts")
+    if not isinstance(attempts, list):
+        return 0.0
+    return sum(_float(_dict(a).get(field)) or 0.0 for a in attempts)
 
 
 def load_json_file(path: Path) -> Any:
@@ -81,7 +92,7 @@ class Sample:
     @property
     def counted(self) -> bool:
         """Whether this rollout is a capability sample (see the module docstring)."""
-        if self.state not in TERMINAL:
+        if self.state not in TERMINAL or self.failure_class in NEVER_SCORED:
             return False
         return self.score is not None or self.failure_class in MODEL_FAILURES
 
@@ -203,8 +214,10 @@ def _sample(run_id: str, batch_dir: Path, entry: Mapping[str, Any], load: JsonLo
         stop_reason=_str(entry.get("stop_reason")), score=score, passed=passed, invalid_score=invalid,
         judge_score=judge,
         turns=turns, tokens=tokens,
-        token_cost_usd=_float(entry.get("token_cost_usd")) or _float(result.get("token_cost_usd")) or 0.0,
-        infrastructure_cost_usd=_float(entry.get("infrastructure_cost_usd")) or 0.0,
+        token_cost_usd=(_float(entry.get("token_cost_usd")) or _float(result.get("token_cost_usd")) or 0.0)
+        + _earlier(entry, "token_cost_usd"),
+        infrastructure_cost_usd=(_float(entry.get("infrastructure_cost_usd")) or 0.0)
+        + _earlier(entry, "infrastructure_cost_usd"),
         fallback_priced=bool(_int(ledger.get("fallback_priced_responses"))) and tokens > 0,
         wall_seconds=round(wall, 3) if wall is not None else None,
     )
