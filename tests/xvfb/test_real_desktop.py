@@ -1,8 +1,9 @@
 """End to end on real desktops: Xvfb + LibreCAD + the broker + the pilot with the scripted provider.
 
 These run the batch CLI exactly as an operator does and check the drawing LibreCAD saved,
-that simultaneous sandboxes share nothing, and that no process of a rollout survives a
-success, a failure, or a SIGKILLed controller followed by ``reap_batch``.
+that simultaneous sandboxes share nothing, that no process of a rollout survives a success
+or a failure, and that a SIGKILLed controller's rollout is resumed on its still-running
+desktop exactly once (and then leaves nothing behind).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from autocad_bench_xvfb.lifecycle import launch_sandbox
 from autocad_bench_xvfb.logs import LifecycleLog
 from autocad_bench_xvfb.plugin import LocalXvfbPlugin
 from autocad_bench_xvfb.procs import rollout_processes
-from autocad_bench_xvfb.registry import WorkerRegistry
+from autocad_bench_xvfb.registry import WorkerRecord, WorkerRegistry
 from autocad_bench_xvfb.sandbox import LocalSandbox
 from autocad_bench_xvfb.settings import LocalXvfbSettings
 
@@ -153,9 +154,12 @@ def test_two_simultaneous_sandboxes_share_nothing(tmp_path: Path) -> None:
             assert sandbox.health is not None and sandbox.runtime_dir is not None
             cmdline = Path(f"/proc/{sandbox.health.pid}/cmdline").read_bytes()
             assert sandbox.token.encode() not in cmdline, "the token must never be in argv"
+            # The one copy on disk is the 0600 token file next to the record (for recovery).
+            token_file = sandbox.registry.token_path(sandbox.record) if sandbox.record else None
+            assert token_file is not None and oct(token_file.stat().st_mode & 0o777) == "0o600"
             for root in (sandbox.runtime_dir, tmp_path / "state", tmp_path / "batch"):
                 for path in root.rglob("*"):
-                    if path.is_file():
+                    if path.is_file() and path != token_file:
                         assert sandbox.token.encode() not in path.read_bytes(), f"token written to {path}"
         for mine, other in ((a, b), (b, a)):
             assert mine.runtime_dir and other.runtime_dir
@@ -197,14 +201,13 @@ def test_teardown_after_a_failed_rollout_leaves_nothing(tmp_path: Path) -> None:
     _assert_nothing_left(tmp_path, tmp_path / "state")
 
 
-@pytest.mark.parametrize("mode", ["shared", "subprocess"])
-def test_reap_after_a_sigkilled_controller_leaves_nothing(tmp_path: Path, mode: str) -> None:
+def _kill_controller_mid_rollout(tmp_path: Path, mode: str, latency_s: float) -> tuple[Path, WorkerRecord]:
+    """Run a one-rollout batch and SIGKILL its controller while the pilot waits for the model."""
     out = tmp_path / "out"
-    config = _config(tmp_path, mode, latency_s=120)
+    config = _config(tmp_path, mode, latency_s=latency_s)
     controller = subprocess.Popen(["autocad-bench-batch", "--config", str(config), "--execute", "--output-dir",
                                    str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
-    registry = WorkerRegistry(tmp_path / "state")
     try:
         deadline = time.monotonic() + 120
         checkpoint = out / "rollouts" / "line-0" / "resume-checkpoint.json"
@@ -220,40 +223,76 @@ def test_reap_after_a_sigkilled_controller_leaves_nothing(tmp_path: Path, mode: 
         if controller.poll() is None:
             controller.kill()
     batch_id = json.loads((out / "batch-state.json").read_text())["batch_id"]
-    records = [record for _, record in registry.batch(batch_id)]
+    records = [record for _, record in WorkerRegistry(tmp_path / "state").batch(batch_id)]
     assert len(records) == 1 and records[0] is not None
     record = records[0]
-    survivors = processes_mentioning(str(out))
     assert any(ref.is_alive() for ref in record.processes), "the desktop outlives its controller"
-    assert survivors
+    return out, record
 
+
+def _resume(out: Path) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     plan = subprocess.run(["autocad-bench-resume", str(out)], capture_output=True, text=True, timeout=120)
-    # The desktop cannot be re-attached yet (its broker token died with the controller), but
-    # a lost rollout no longer blocks the plan: execute gives it its end.
     assert plan.returncode == 0, plan.stdout + plan.stderr
-    entry = json.loads(plan.stdout)["entries"][0]
-    assert entry["action"] == "lost" and entry["worker_id"] == record.worker_id
-    assert "token" in entry["reason"] and "infrastructure_lost" in entry["reason"]
-
     executed = subprocess.run(["autocad-bench-resume", str(out), "--execute"], capture_output=True, text=True,
                               timeout=300, env={**os.environ, "CI": "1"})
-    assert executed.returncode == 1, executed.stdout + executed.stderr  # one rollout, and it failed
+    return plan, executed
+
+
+@pytest.mark.parametrize("mode", ["shared", "subprocess"])
+def test_a_sigkilled_controller_is_resumed_on_its_live_desktop_exactly_once(tmp_path: Path, mode: str) -> None:
+    # Subprocess mode: the wrapper carries on without its controller, so the plan must run
+    # while it still does (three model turns of 6 s each remain).
+    out, record = _kill_controller_mid_rollout(tmp_path, mode, latency_s=6)
+    assert record.mode == mode
+    plan, executed = _resume(out)
+    entry = json.loads(plan.stdout)["entries"][0]
+    assert (entry["action"], entry["reconnectable"], entry["worker_id"]) == ("resume", True, record.worker_id), entry
+    assert entry["worker_state"] == "running"
+    assert executed.returncode == 0, executed.stdout + executed.stderr + (out / "logs" / "line-0.log").read_text()
     (row,) = json.loads((out / "batch-state.json").read_text())["rollouts"]
-    assert (row["state"], row["failure_class"]) == ("failed", "infrastructure_lost")
-    assert row["infrastructure_seconds"] > 0 and row["finished_at"] is not None
-    result = json.loads((out / "rollouts" / "line-0" / "result.json").read_text())
-    assert result["failure_class"] == "infrastructure_lost" and result["model_responses"] >= 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["rollouts"][0]["failure_class"] == "infrastructure_lost"
-    assert summary["models"][0]["metrics"]["failure_classes"] == {"infrastructure_lost": 1}
-    # The resume's own reconcile reaped the desktop the dead controller left behind.
+    assert (row["state"], row["failure_class"]) == ("done", None)
+    rollout = out / "rollouts" / "line-0"
+    result = json.loads((rollout / "result.json").read_text())
+    assert (result["status"], result["stop_reason"], result["actions"]) == ("completed", "done", 19)
+    # Exactly once: every action index was executed (receipted) once, and the drawing holds
+    # each entity once (a batch executed twice would draw it twice).
+    receipts = [json.loads(line) for line in (rollout / "input_receipts.jsonl").open()]
+    assert [r["index"] for r in receipts] == list(range(19))
+    by_request: dict[str, set[bool]] = {}
+    for receipt in receipts:
+        by_request.setdefault(receipt["request_id"], set()).add(receipt["replayed"])
+    assert all(len(flags) == 1 for flags in by_request.values()), by_request
+    entities = _entities(rollout / "attempt.dxf")
+    assert sorted(entities) == [("CIRCLE", ((50.0, 50.0), 20.0)), ("LINE", ((0.0, 0.0), (100.0, 0.0)))]
+    log = (out / "logs" / "line-0.log").read_text()
+    if mode == "shared":
+        assert "re-attached to the broker" in log, log  # the recovery command took the desktop over
+    else:
+        assert "adopts it and waits" in log, log  # the wrapper finished the rollout on its own
+    # The desktop was torn down exactly once and nothing of the rollout is left.
     _assert_nothing_left(out, tmp_path / "state")
     assert all(not ref.is_alive() for ref in record.processes)
     assert not Path(record.runtime_dir).exists()
-    plugin = LocalXvfbPlugin()
-    again = plugin.reap_batch(ReapRequest(batch_id=batch_id, spec=spec(tmp_path / "state"), output_dir=out))
+    assert not any((tmp_path / "state").rglob("*.token")) if (tmp_path / "state").exists() else True
+    batch_id = json.loads((out / "batch-state.json").read_text())["batch_id"]
+    again = LocalXvfbPlugin().reap_batch(ReapRequest(batch_id=batch_id, spec=spec(tmp_path / "state"), output_dir=out))
     assert again.cleaned == () and again.errors == ()
-    rerun = subprocess.run(["autocad-bench-batch", "--config", str(config), "--rerun-failed-from", str(out),
-                            "--failure-class", "infrastructure_lost"], capture_output=True, text=True, timeout=120)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert [a["rollout_id"] for a in json.loads(rerun.stdout)["assignments"] if a["enabled"]] == ["line-0"]
+
+
+def test_the_stored_token_never_reaches_output_logs_or_the_plan(tmp_path: Path) -> None:
+    out, record = _kill_controller_mid_rollout(tmp_path, "shared", latency_s=2)
+    registry = WorkerRegistry(tmp_path / "state")
+    token_path = registry.token_path(record)
+    assert oct(token_path.stat().st_mode & 0o777) == "0o600"
+    assert oct(token_path.parent.stat().st_mode & 0o777) == "0o700"
+    token = registry.read_token(record).encode()
+    plan, executed = _resume(out)
+    assert executed.returncode == 0, executed.stdout + executed.stderr
+    for text in (plan.stdout, plan.stderr, executed.stdout, executed.stderr):
+        assert token.decode() not in text
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.name == "line-0.log" for path in files) and any(path.name == "trace.jsonl" or
+                                                                   path.suffix == ".jsonl" for path in files)
+    for path in files:
+        assert token not in path.read_bytes(), f"the broker token was written to {path}"
+    assert not token_path.exists(), "the token file goes with the worker record"

@@ -1,4 +1,4 @@
-"""Worker records, reap_batch and the recovery hooks, with real processes (no display needed)."""
+"""Worker records, token files, reap_batch and the recovery hooks, with real processes (no display needed)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,21 @@ from pathlib import Path
 
 import pytest
 
+from autocad_bench.harness.records import RolloutResult
 from autocad_bench.infrastructure import ActiveWorkersRequest, ReapRequest, RecoveryLaunchRequest
 from autocad_bench_xvfb.lifecycle import EXIT_NOT_RECONNECTABLE
 from autocad_bench_xvfb.plugin import LocalXvfbPlugin
 from autocad_bench_xvfb.procs import WORKER_MARKER_ENV, ProcessRef, boot_id, start_time
-from autocad_bench_xvfb.registry import WorkerRecord, WorkerRegistry, batch_key, new_worker_id, utcnow
+from autocad_bench_xvfb.registry import (
+    TokenFileError,
+    WorkerRecord,
+    WorkerRegistry,
+    batch_key,
+    new_worker_id,
+    utcnow,
+)
 
-from .conftest import launch_request, spec
+from .conftest import FAKE_BROKER, VERSION, launch_request, spec
 
 Spawned = list[subprocess.Popen[bytes]]
 SLEEPER = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"]
@@ -129,7 +137,8 @@ def test_reap_kills_the_orphans_of_a_recorded_group_whose_leader_died(tmp_path: 
     assert not _alive(orphan)
 
 
-def test_recovery_reports_a_live_local_desktop_as_not_reconnectable(tmp_path: Path, spawned: Spawned) -> None:
+def test_recovery_reports_an_unverifiable_live_desktop_as_not_reconnectable(tmp_path: Path,
+                                                                           spawned: Spawned) -> None:
     registry = WorkerRegistry(tmp_path / "state")
     broker = _spawn(spawned)
     live = _record(tmp_path, "batch-1", "r1", (ProcessRef.of("broker", broker.pid),))
@@ -145,7 +154,8 @@ def test_recovery_reports_a_live_local_desktop_as_not_reconnectable(tmp_path: Pa
 
     status = plugin.worker_status(session, live.worker_id)
     assert status.state == "running" and not status.reconnectable
-    assert "token" in status.detail and "terminate_worker" in status.detail
+    # A broker that never reached the verified handoff cannot prove who it is.
+    assert "verified handoff" in status.detail and "terminate_worker" in status.detail
     status = plugin.worker_status(session, gone.worker_id)
     assert status.state == "terminated" and not status.reconnectable
     assert plugin.worker_status(session, "local-xvfb-0000000000000000").state == "terminated"
@@ -201,3 +211,201 @@ def test_records_hold_no_token_and_are_private(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
     assert "token" not in json.loads(path.read_text())
+
+
+# --- the stored broker token ---------------------------------------------------------------
+
+TOKEN = "tok-" + "x" * 40
+
+
+def test_the_token_file_is_private_from_its_creation_and_goes_with_the_record(tmp_path: Path) -> None:
+    registry = WorkerRegistry(tmp_path / "state")
+    record = _record(tmp_path, "b", "r1")
+    path = registry.write(record)
+    previous = os.umask(0)  # even a permissive umask must not widen the file
+    try:
+        token_path = registry.write_token(record, TOKEN)
+    finally:
+        os.umask(previous)
+    assert token_path == path.with_suffix(".token") and token_path.parent == path.parent
+    assert oct(token_path.stat().st_mode & 0o777) == "0o600"
+    assert oct(token_path.parent.stat().st_mode & 0o777) == "0o700"
+    assert registry.read_token(record) == TOKEN
+    assert TOKEN not in path.read_text(), "the record must never hold the token"
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == [], "no temporary file is left"
+    assert [r.worker_id for _, r in registry.batch("b") if r] == [record.worker_id], "a token is not a record"
+    registry.remove(record)
+    assert not token_path.exists() and not path.exists() and not path.parent.exists()
+
+
+def test_an_unsafe_or_foreign_token_file_is_refused(tmp_path: Path) -> None:
+    registry = WorkerRegistry(tmp_path / "state")
+    record = _record(tmp_path, "b", "r1")
+    registry.write(record)
+    with pytest.raises(TokenFileError, match="no token file"):
+        registry.read_token(record)
+    token_path = registry.write_token(record, TOKEN)
+    os.chmod(token_path, 0o644)
+    with pytest.raises(TokenFileError, match="mode is 0644, not 0600"):
+        registry.read_token(record)
+    os.chmod(token_path, 0o600)
+    if os.getuid() == 0:  # only root can give the file away
+        os.chown(token_path, 4242, -1)
+        with pytest.raises(TokenFileError, match="owned by uid 4242"):
+            registry.read_token(record)
+        os.chown(token_path, 0, -1)
+    real = token_path.with_name("elsewhere")
+    token_path.rename(real)
+    token_path.symlink_to(real)
+    with pytest.raises(TokenFileError, match="symbolic link"):
+        registry.read_token(record)
+    token_path.unlink()
+    real.rename(token_path)
+    other = record.model_copy(update={"worker_id": new_worker_id()})
+    with pytest.raises(TokenFileError, match="another worker"):
+        registry.read_token(other)
+    assert registry.read_token(record) == TOKEN
+
+
+def _broker(tmp_path: Path, spawned: Spawned, token: str = TOKEN) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """The fake broker (real interface: token from the environment, authenticated /health)."""
+    ready = tmp_path / f"ready-{len(spawned)}.json"
+    process = subprocess.Popen(
+        [sys.executable, str(FAKE_BROKER), "ok", "serve", "--host", "127.0.0.1", "--port", "0", "--app", "librecad",
+         "--display", ":99", "--workdir", str(tmp_path / "broker-work"), "--ready-file", str(ready),
+         "--broker-version", VERSION],
+        env={"PATH": os.environ["PATH"], "AUTOCAD_BENCH_BROKER_TOKEN": token}, start_new_session=True)
+    spawned.append(process)
+    deadline = time.monotonic() + 20
+    while not ready.exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    return process, json.loads(ready.read_text())
+
+
+def _recoverable(tmp_path: Path, spawned: Spawned, registry: WorkerRegistry, *, batch_id: str = "b",
+                 rollout_id: str = "r1", token: str = TOKEN, owner: ProcessRef | None = None,
+                 controller: ProcessRef | None = None) -> tuple[WorkerRecord, subprocess.Popen[bytes]]:
+    """A worker as a SIGKILLed controller leaves it: record, token file and a live broker."""
+    broker, ready = _broker(tmp_path, spawned)
+    record = _record(tmp_path, batch_id, rollout_id, (ProcessRef.of("broker", broker.pid),), owner=owner)
+    record = record.model_copy(update={"broker_url": ready["url"], "broker_startup_id": ready["startup_id"],
+                                       "controller": controller})
+    registry.write(record)
+    registry.write_token(record, token)
+    return record, broker
+
+
+def test_worker_status_reconnects_a_verified_broker_whose_controller_died(tmp_path: Path, spawned: Spawned) -> None:
+    registry = WorkerRegistry(tmp_path / "state")
+    plugin = LocalXvfbPlugin()
+    session = plugin.create_recovery_session(spec(tmp_path / "state"))
+    good, _ = _recoverable(tmp_path, spawned, registry, rollout_id="good")
+    status = plugin.worker_status(session, good.worker_id)
+    assert (status.state, status.reconnectable) == ("running", True), status.detail
+    assert "takes the desktop over" in status.detail and TOKEN not in status.detail
+
+    wrong, _ = _recoverable(tmp_path, spawned, registry, rollout_id="wrong", token="not-the-brokers-token-0123")
+    status = plugin.worker_status(session, wrong.worker_id)
+    assert (status.state, status.reconnectable) == ("running", False)
+    assert "authenticated /health" in status.detail and "401" in status.detail
+    assert "not-the-brokers-token" not in status.detail
+
+    exposed, _ = _recoverable(tmp_path, spawned, registry, rollout_id="exposed")
+    os.chmod(registry.token_path(exposed), 0o644)
+    status = plugin.worker_status(session, exposed.worker_id)
+    assert not status.reconnectable and "0644" in status.detail
+
+    # Another controller still runs it: never taken from under it.
+    busy, _ = _recoverable(tmp_path, spawned, registry, rollout_id="busy",
+                           owner=ProcessRef.of("controller", os.getpid()))
+    status = plugin.worker_status(session, busy.worker_id)
+    assert (status.state, status.reconnectable) == ("running", False) and "another controller" in status.detail
+
+    # Subprocess mode: the wrapper carries on without its dead controller and is adopted.
+    wrapper = _spawn(spawned)
+    orphaned, _ = _recoverable(tmp_path, spawned, registry, rollout_id="orphaned",
+                               owner=ProcessRef.of("wrapper", wrapper.pid), controller=_dead_owner())
+    status = plugin.worker_status(session, orphaned.worker_id)
+    assert (status.state, status.reconnectable) == ("running", True)
+    assert "still running" in status.detail and "adopts it" in status.detail
+    supervised, _ = _recoverable(tmp_path, spawned, registry, rollout_id="supervised",
+                                 owner=ProcessRef.of("wrapper", wrapper.pid),
+                                 controller=ProcessRef.of("controller", os.getpid()))
+    assert not plugin.worker_status(session, supervised.worker_id).reconnectable
+
+    # Broker gone: as before, nothing to re-attach to.
+    os.killpg(spawned[0].pid, signal.SIGKILL)
+    spawned[0].wait()
+    status = plugin.worker_status(session, good.worker_id)
+    assert (status.state, status.reconnectable) == ("terminated", False) and "gone" in status.detail
+
+
+CHILD = ("import json, os, sys; "
+         "json.dump({'url': os.environ.get('AUTOCAD_BENCH_BROKER_URL'), "
+         "'token': bool(os.environ.get('AUTOCAD_BENCH_BROKER_TOKEN'))}, open(sys.argv[1], 'w'))")
+
+
+def test_the_recovery_command_takes_over_a_verified_desktop_and_tears_it_down(tmp_path: Path,
+                                                                             spawned: Spawned) -> None:
+    registry = WorkerRegistry(tmp_path / "state")
+    infrastructure = spec(tmp_path / "state", broker_shutdown_s=0.2)
+    seen = tmp_path / "child-saw.json"
+    request = launch_request(tmp_path, infrastructure, child=(sys.executable, "-c", CHILD, str(seen)))
+    record, broker = _recoverable(tmp_path, spawned, registry, batch_id=request.batch_id,
+                                  rollout_id=request.rollout_id)
+    command = LocalXvfbPlugin().build_recovery_command(RecoveryLaunchRequest(
+        launch=request, worker_id=record.worker_id, resume_command=request.child_command))
+    assert TOKEN not in " ".join(command.argv)
+    result = subprocess.run(command.argv, env={"PATH": os.environ["PATH"]}, timeout=60)
+    assert result.returncode == 0, request.log_path.read_text()
+    child = json.loads(seen.read_text())
+    assert child == {"url": record.broker_url, "token": True}, "the child runs against the re-attached broker"
+    broker.wait(timeout=10)  # torn down by the recovery command
+    assert registry.batch(request.batch_id) == [] and not registry.token_path(record).exists()
+    log = request.log_path.read_text()
+    assert "re-attached to the broker" in log and "nothing of it remains" in log and TOKEN not in log
+
+
+def _completed_result(request_output: Path, rollout_id: str) -> None:
+    now = utcnow()
+    result = RolloutResult(
+        rollout_id=rollout_id, attempt_id="a", task_id="line-and-circle", provider="scripted", model="m",
+        infrastructure_backend="local-xvfb", status="completed", failure_class=None, stop_reason="done", turns=3,
+        actions=19, invalid_turns=0, model_responses=3, usage={}, token_cost_usd=0.0, wall_seconds=1.0,
+        drawing=None, attempts=1, started_at=now, finished_at=now, exit_code=0)
+    (request_output / "result.json").write_text(result.model_dump_json())
+
+
+def test_the_recovery_command_adopts_a_wrapper_that_outlived_its_controller(tmp_path: Path,
+                                                                           spawned: Spawned) -> None:
+    registry = WorkerRegistry(tmp_path / "state")
+    infrastructure = spec(tmp_path / "state", broker_shutdown_s=0.2)
+    never = tmp_path / "never-run"
+    request = launch_request(tmp_path, infrastructure, child=("touch", str(never)))
+    wrapper = _spawn(spawned)
+    record, broker = _recoverable(tmp_path, spawned, registry, batch_id=request.batch_id,
+                                  rollout_id=request.rollout_id, owner=ProcessRef.of("wrapper", wrapper.pid),
+                                  controller=_dead_owner())
+    command = LocalXvfbPlugin().build_recovery_command(RecoveryLaunchRequest(
+        launch=request, worker_id=record.worker_id, resume_command=request.child_command))
+    recovering = subprocess.Popen(command.argv, env={"PATH": os.environ["PATH"]})
+    try:
+        deadline = time.monotonic() + 30
+        while "adopts it and waits" not in (request.log_path.read_text() if request.log_path.exists() else ""):
+            assert recovering.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert recovering.poll() is None, "recover must wait while the adopted wrapper runs"
+        assert broker.poll() is None, "nothing of a running rollout is touched"
+        # The wrapper finishes the rollout (its pilot wrote result.json) and exits.
+        _completed_result(request.output_dir, request.rollout_id)
+        os.kill(wrapper.pid, signal.SIGKILL)
+        assert recovering.wait(timeout=60) == 0, request.log_path.read_text()
+    finally:
+        if recovering.poll() is None:
+            recovering.kill()
+    assert not never.exists(), "an adopted rollout is never run a second time"
+    assert registry.batch(request.batch_id) == [] and not registry.token_path(record).exists()
+    # The wrapper died without its teardown: recover removed the desktop, without rerunning the child.
+    assert "only its teardown was missing" in request.log_path.read_text()

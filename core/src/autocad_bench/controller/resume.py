@@ -176,20 +176,26 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
     runner = BatchRunner(loaded, admission, budgets, batch_dir, host=host, environ=environ, batch_id=state.batch_id)
     runner.store = BatchStateStore(batch_dir / "batch-state.json", state.model_copy(
         update={"status": "running", "finished_at": None, "interruption": None}))
-    for entry in plan.entries:
-        if entry.action in ("resume", "start"):
-            runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
-        elif entry.action == "lost":
-            _close_lost(runner, batch_dir, entry, state)
-        elif entry.action == "restart":
-            _restart(runner, batch_dir, entry, state)
-        elif entry.action == "evaluate":
-            _evaluate_finished(runner, batch_dir, entry.rollout_id, environ)
-        elif runner.store.entry(entry.rollout_id).state not in TERMINAL_STATES:
-            # The rollout finished after its controller died (a subprocess child outlives
-            # it): record what it wrote, score and spend included, exactly as _record_end would.
-            _record_finished(runner, batch_dir, entry.rollout_id)
-    code = run_interruptibly(runner, lambda: runner.execute(plan.runnable))
+
+    def continue_plan() -> int:
+        # Under the stop signals from here on: a Ctrl-C while entries are being closed or
+        # restarted stops cleanly too (each step below is safe to repeat).
+        for entry in plan.entries:
+            if entry.action in ("resume", "start"):
+                runner.store.update_rollout(entry.rollout_id, state="queued", worker_id=entry.worker_id)
+            elif entry.action == "lost":
+                _close_lost(runner, batch_dir, entry, state)
+            elif entry.action == "restart":
+                _restart(runner, batch_dir, entry, state)
+            elif entry.action == "evaluate":
+                _evaluate_finished(runner, batch_dir, entry.rollout_id, environ)
+            elif runner.store.entry(entry.rollout_id).state not in TERMINAL_STATES:
+                # The rollout finished after its controller died (a subprocess child outlives
+                # it): record what it wrote, score and spend included, exactly as _record_end would.
+                _record_finished(runner, batch_dir, entry.rollout_id)
+        return runner.execute(plan.runnable)
+
+    code = run_interruptibly(runner, continue_plan)
     summary = build_summary(batch_dir, runner.store.state)
     write_summary(batch_dir, summary)
     print_summary(summary)

@@ -19,7 +19,10 @@ Xvfb SIGTERM to SIGKILL                     :data:`XVFB_STOP_TIMEOUT_S`
 after any SIGKILL                           :data:`KILL_TIMEOUT_S` (Xvfb: :data:`XVFB_STOP_TIMEOUT_S`)
 everything of the rollout gone              ``settle_s`` (3 s, max 30)
 wrapper's child after SIGTERM               :data:`CHILD_STOP_TIMEOUT_S`
-``worker_status`` probe of a broker         :data:`HEALTH_PROBE_TIMEOUT_S`
+``worker_status`` probe of a broker         :data:`HEALTH_PROBE_TIMEOUT_S` (authenticated
+                                            ``/health`` with the stored token)
+``recover`` waiting for a live wrapper      none: polled every :data:`ADOPT_POLL_S` until the
+                                            wrapper exits; the controller may stop ``recover``
 ==========================================  ===============================================
 """
 
@@ -38,5 +41,7 @@ KILL_TIMEOUT_S = 3.0
 CHILD_STOP_TIMEOUT_S = 10.0
 """The subprocess-mode child after the wrapper was signalled, before SIGKILL."""
 HEALTH_PROBE_TIMEOUT_S = 2.0
+ADOPT_POLL_S = 0.5
+"""How often ``wrapper recover`` checks whether the wrapper it adopted has exited."""
 READY_POLL_S = 0.02
 SETTLE_POLL_S = 0.05

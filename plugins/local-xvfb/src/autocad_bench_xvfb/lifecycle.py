@@ -12,6 +12,10 @@ executes the exact child command. In order:
 5. tear the sandbox down (in ``finally``: also after an exception or a signal);
 6. run the evaluation, if any.
 
+The recovery command (``wrapper recover``) runs steps 4 to 6 on a desktop a crashed
+controller left running (:func:`run_adopted`): the same code runs the child, tears the
+desktop down in ``finally`` and evaluates after it.
+
 Exit codes: the child's own code; :data:`EXIT_LAUNCH_FAILED` when no launch reached the
 verified handoff; :data:`EXIT_EVALUATION_UNAVAILABLE`; :data:`EXIT_CLEANUP_FAILED` when the
 child succeeded but a process of the rollout survived teardown (the record is kept for
@@ -25,12 +29,13 @@ from pathlib import Path
 from typing import Literal
 
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
-from autocad_bench_xvfb.evaluation import EvaluationUnavailable, resolve_evaluator
+from autocad_bench_xvfb.evaluation import EvaluationUnavailable, Evaluator, resolve_evaluator
 from autocad_bench_xvfb.health import LaunchError
 from autocad_bench_xvfb.logs import LifecycleLog
 from autocad_bench_xvfb.registry import WorkerRegistry
 from autocad_bench_xvfb.sandbox import (
     DEFAULT_BROKER_COMMAND,
+    AdoptedSandbox,
     LocalSandbox,
     SandboxIdentity,
     TeardownReport,
@@ -113,6 +118,24 @@ def run_lifecycle(
     except LaunchError as error:
         log.line(f"rollout {request.rollout_id} failed before handoff: {error}")
         return EXIT_LAUNCH_FAILED
+    return run_on(sandbox, run_child, evaluator, log)
+
+
+def run_adopted(
+    sandbox: AdoptedSandbox,
+    run_child: ChildRunner,
+    evaluator: Evaluator | None,
+    log: LifecycleLog,
+) -> int:
+    """Steps 4 to 6 on a desktop re-attached after a controller crash (the recovery command)."""
+    log.line(f"worker {sandbox.worker_id}: re-attached to the broker at {sandbox.url} on display "
+             f"{sandbox.display}; continuing the rollout")
+    return run_on(sandbox, run_child, evaluator, log)
+
+
+def run_on(sandbox: LocalSandbox | AdoptedSandbox, run_child: ChildRunner, evaluator: Evaluator | None,
+           log: LifecycleLog) -> int:
+    """Run the child on a verified desktop, tear it down (always), then evaluate."""
     assert sandbox.url is not None
     code: int | None = None
     try:
@@ -123,6 +146,11 @@ def run_lifecycle(
         _log_report(log, sandbox.worker_id, report)
     if not report.ok and code == 0:
         code = EXIT_CLEANUP_FAILED
+    return with_evaluation(code, evaluator, log)
+
+
+def with_evaluation(code: int, evaluator: Evaluator | None, log: LifecycleLog) -> int:
+    """Run the evaluation (if any) after the desktop is gone; its failure fails a successful rollout."""
     if evaluator is not None:
         evaluation_code = evaluator(log)
         if code == 0 and evaluation_code != 0:

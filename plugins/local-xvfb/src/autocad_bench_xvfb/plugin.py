@@ -101,7 +101,7 @@ class LocalXvfbPlugin(InfrastructureRecoveryPlugin):
 
     def create_recovery_session(self, spec: InfrastructureSpec) -> RecoverySession:
         settings = self.settings(spec)
-        return RecoverySession(settings, self.state_dir(settings))
+        return RecoverySession(settings, self.state_dir(settings), spec.broker_version)
 
     def list_active_workers(self, session: RecoverySession, request: ActiveWorkersRequest) -> dict[str, str]:
         return {record.rollout_id: record.worker_id
@@ -117,7 +117,14 @@ class LocalXvfbPlugin(InfrastructureRecoveryPlugin):
         settings = self.settings(request.launch.spec)
         spec = WrapperSpec(request=request.launch, settings=settings, state_dir=str(self.state_dir(settings)),
                            broker_command=self.broker_command, worker_id=request.worker_id)
-        return RolloutCommand(argv=(sys.executable, "-m", WRAPPER_MODULE, "recover", spec.model_dump_json()))
+        launch = request.launch
+        # The same variables as a launch: the re-attached child calls the model, the
+        # evaluation may need the judge's key.
+        return RolloutCommand(
+            argv=(sys.executable, "-m", WRAPPER_MODULE, "recover", spec.model_dump_json()),
+            environment_names=tuple(dict.fromkeys(
+                (*launch.child_environment_names, *launch.evaluation.environment_names))),
+        )
 
     def terminate_worker(self, session: RecoverySession, worker_id: str) -> bool:
         return recovery.terminate_worker(session, worker_id)

@@ -5,16 +5,27 @@ as processes appear; teardown removes it only after it proved that nothing of th
 is left. A record therefore outlives a crashed controller, which is what ``reap_batch`` and
 the recovery hooks read. Records never hold the broker token.
 
-Layout: ``<state_dir>/<batch key>/<rollout_id>.json``, directories ``0700``, files ``0600``.
+The token lives next to the record in its own file, ``<rollout_id>.token``, so that a new
+controller of the same user can re-attach to the desktop after a crash (see
+:mod:`autocad_bench_xvfb.recovery`). It is created ``0600`` from the first byte (a
+temporary file opened with ``O_CREAT | O_EXCL`` and mode ``0600``, then renamed into
+place), holds the worker id next to the token so that it is never paired with another
+desktop, is read only through :meth:`WorkerRegistry.read_token` (which refuses a file that
+is not ``0600``, not owned by this user or a symbolic link) and is deleted with the record.
+
+Layout: ``<state_dir>/<batch key>/<rollout_id>.json`` and ``<rollout_id>.token``,
+directories ``0700``, files ``0600``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +56,8 @@ class WorkerRecord(BaseModel):
     created_at: datetime
     hostname: str
     owner: ProcessRef = Field(description="the controller (shared) or wrapper (subprocess) running the lifecycle")
+    controller: ProcessRef | None = Field(
+        default=None, description="subprocess mode: the controller that started the wrapper (its parent)")
     runtime_dir: str
     processes: tuple[ProcessRef, ...] = ()
     display: str | None = None
@@ -67,6 +80,13 @@ def batch_key(batch_id: str) -> str:
     return f"{readable}-{hashlib.sha256(batch_id.encode()).hexdigest()[:12]}"
 
 
+class TokenFileError(Exception):
+    """A worker's token file is missing, unsafe or does not belong to the worker."""
+
+
+TOKEN_SUFFIX = ".token"
+
+
 class WorkerRegistry:
     """The records under one state directory."""
 
@@ -85,6 +105,68 @@ class WorkerRegistry:
             os.chmod(path, 0o600)
         return path
 
+    def token_path(self, record: WorkerRecord) -> Path:
+        return self.path(record.batch_id, record.rollout_id).with_suffix(TOKEN_SUFFIX)
+
+    def write_token(self, record: WorkerRecord, token: str) -> Path:
+        """Store the broker token of ``record``'s worker; the file is ``0600`` from its creation."""
+        path = self.token_path(record)
+        for directory in (self.state_dir, path.parent):
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if stat.S_IMODE(path.parent.stat().st_mode) != 0o700:
+            os.chmod(path.parent, 0o700)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        payload = json.dumps({"worker_id": record.worker_id, "token": token}).encode()
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                os.fchmod(descriptor, 0o600)  # the umask can only have removed bits; be explicit
+                os.write(descriptor, payload)
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+        return path
+
+    def read_token(self, record: WorkerRecord) -> str:
+        """The broker token of ``record``'s worker; raises :class:`TokenFileError` when it is unsafe."""
+        path = self.token_path(record)
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise TokenFileError(f"no token file {path}: the worker was started without one") from None
+        except OSError as error:
+            raise TokenFileError(f"cannot open the token file {path} ({error.strerror or error}); "
+                                 "it must be a regular file, not a symbolic link") from None
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise TokenFileError(f"the token file {path} is not a regular file")
+            if info.st_uid != os.getuid():
+                raise TokenFileError(f"refusing the token file {path}: it is owned by uid {info.st_uid}, "
+                                     f"not by this user (uid {os.getuid()})")
+            mode = stat.S_IMODE(info.st_mode)
+            if mode != 0o600:
+                raise TokenFileError(f"refusing the token file {path}: its mode is {mode:04o}, not 0600 "
+                                     "(another user may have read the token; the worker cannot be trusted)")
+            raw = b""
+            while chunk := os.read(descriptor, 65536):
+                raw += chunk
+        finally:
+            os.close(descriptor)
+        try:
+            data = json.loads(raw)
+            worker_id, token = data["worker_id"], data["token"]
+        except (ValueError, KeyError, TypeError):
+            raise TokenFileError(f"the token file {path} is not valid") from None
+        if worker_id != record.worker_id or not isinstance(token, str) or not token:
+            raise TokenFileError(f"the token file {path} belongs to another worker, not {record.worker_id}")
+        return token
+
     def read(self, path: Path) -> WorkerRecord | None:
         try:
             return WorkerRecord.model_validate_json(path.read_bytes())
@@ -95,11 +177,15 @@ class WorkerRegistry:
         return self.read(self.path(batch_id, rollout_id))
 
     def remove(self, record: WorkerRecord) -> None:
-        """Delete the record (only if it still names this worker) and an emptied batch directory."""
+        """Delete the token file and the record (only if it still names this worker) and an
+        emptied batch directory."""
         path = self.path(record.batch_id, record.rollout_id)
         current = self.read(path)
         if current is not None and current.worker_id != record.worker_id:
             return
+        # The token first: a token never outlives its record.
+        with contextlib.suppress(FileNotFoundError):
+            self.token_path(record).unlink()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         with contextlib.suppress(OSError):

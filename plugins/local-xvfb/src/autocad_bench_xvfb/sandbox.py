@@ -8,15 +8,22 @@ again; :func:`terminate_record` takes down whatever a worker record names, from 
   the application's work directory, never shared with another rollout;
 - an Xvfb server (1920x1080x24, no TCP) on a display number the server picks itself,
   started with an empty environment apart from PATH, its HOME and the worker marker;
-- a random bearer token that exists only in this process's memory and in the environments
-  of the broker and the child;
+- a random bearer token, in this process's memory, in the environments of the broker and
+  the child, and in one ``0600`` file next to the worker record in the private state
+  directory (so a new controller of the same user can re-attach after a crash; see
+  :mod:`autocad_bench_xvfb.recovery`); never in argv, records, logs or the rollout directory;
 - a broker on 127.0.0.1 with an OS-chosen port, in its own process group, whose identity
   is proven by authenticated ``/health`` before the child starts.
+
+:class:`AdoptedSandbox` is the same desktop seen from a recovery process: it re-attaches to
+the broker a crashed controller left running (after the same authenticated ``/health``
+check) and tears it down through the record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import secrets
 import shutil
@@ -29,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from autocad_bench.broker.protocol import HealthResponse
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV
@@ -38,6 +46,7 @@ from autocad_bench_broker.procgroup import kill_process_group
 from autocad_bench_xvfb.bounds import (
     APP_TERM_TIMEOUT_S,
     BROKER_EXIT_MARGIN_S,
+    HEALTH_PROBE_TIMEOUT_S,
     KILL_TIMEOUT_S,
     SETTLE_POLL_S,
     XVFB_STOP_TIMEOUT_S,
@@ -45,7 +54,7 @@ from autocad_bench_xvfb.bounds import (
 from autocad_bench_xvfb.health import LaunchError, ReadyFile, verify_health, wait_for_ready_file
 from autocad_bench_xvfb.logs import LifecycleLog
 from autocad_bench_xvfb.procs import WORKER_MARKER_ENV, ProcessRef, kill_pids, kill_ref, rollout_processes
-from autocad_bench_xvfb.registry import WorkerRecord, WorkerRegistry, new_worker_id, utcnow
+from autocad_bench_xvfb.registry import TokenFileError, WorkerRecord, WorkerRegistry, new_worker_id, utcnow
 from autocad_bench_xvfb.settings import DESKTOP_DEPTH, DESKTOP_HEIGHT, DESKTOP_WIDTH, LocalXvfbSettings
 
 DEFAULT_BROKER_COMMAND: tuple[str, ...] = (sys.executable, "-m", "autocad_bench_broker")
@@ -183,16 +192,20 @@ class LocalSandbox:
     def _owner(self) -> ProcessRef:
         return ProcessRef.of("controller" if self.mode == "shared" else "wrapper", os.getpid())
 
+    def _controller(self) -> ProcessRef | None:
+        return parent_controller() if self.mode == "subprocess" else None
+
     def _write_record(self) -> None:
         assert self.runtime_dir is not None
         self.record = WorkerRecord(
             batch_id=self.identity.batch_id, rollout_id=self.identity.rollout_id,
             attempt_id=self.identity.attempt_id, worker_id=self.worker_id, mode=self.mode,
             created_at=utcnow(), hostname=socket.gethostname(), owner=self._owner(),
-            runtime_dir=str(self.runtime_dir),
+            controller=self._controller(), runtime_dir=str(self.runtime_dir),
         )
         try:
             self.registry.write(self.record)
+            self.registry.write_token(self.record, self.token)
         except OSError as error:
             raise LaunchError(f"cannot write the worker record in {self.registry.state_dir}: {error}") from error
 
@@ -307,6 +320,75 @@ class LocalSandbox:
             _remove_runtime(self.runtime_dir, report)
         self._torn_down = report
         return report
+
+
+def parent_controller() -> ProcessRef | None:
+    """This wrapper's parent (the controller that started it), or None once it was orphaned."""
+    parent = os.getppid()
+    if parent <= 1:
+        return None
+    try:
+        return ProcessRef.of("controller", parent)
+    except ProcessLookupError:
+        return None
+
+
+def adoption_problem(record: WorkerRecord, settings: LocalXvfbSettings, registry: WorkerRegistry,
+                     broker_version: str) -> tuple[str | None, str | None]:
+    """Whether the broker ``record`` names can be re-attached: ``(token, None)`` or ``(None, why not)``.
+
+    The broker must be the recorded process, still running, and prove with the stored token
+    (read only from a safe ``0600`` file) on authenticated ``/health`` that it is the broker
+    this backend started: same PID, startup id, application, version, display and desktop.
+    """
+    broker = record.process("broker")
+    if broker is None or not broker.is_alive():
+        return None, f"the broker of display {record.display} is gone"
+    if not record.broker_url or not record.broker_startup_id or not record.display:
+        return None, "the broker never reached the verified handoff"
+    try:
+        token = registry.read_token(record)
+    except TokenFileError as error:
+        return None, str(error)
+    port = urlsplit(record.broker_url).port
+    try:
+        ready = ReadyFile(url=record.broker_url, port=port or 0, pid=broker.pid, startup_id=record.broker_startup_id)
+        verify_health(ready, token, expected_pid=broker.pid, app=settings.app, broker_version=broker_version,
+                      desktop=(DESKTOP_WIDTH, DESKTOP_HEIGHT), session_id=int(record.display.lstrip(":")),
+                      timeout_s=HEALTH_PROBE_TIMEOUT_S)
+    except LaunchError as error:
+        return None, f"broker pid {broker.pid} failed the authenticated /health check: {error}"
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        return None, f"broker pid {broker.pid} did not answer /health: {type(error).__name__}"
+    return token, None
+
+
+class AdoptedSandbox:
+    """A desktop whose controller died, re-attached by the recovery command.
+
+    The record is rewritten first so that this process owns it (a second crash is then
+    recoverable too); ``teardown()`` removes everything the record names, exactly as for a
+    sandbox this process launched.
+    """
+
+    def __init__(self, record: WorkerRecord, token: str, settings: LocalXvfbSettings,
+                 registry: WorkerRegistry) -> None:
+        assert record.broker_url is not None
+        self.settings = settings
+        self.registry = registry
+        self.worker_id = record.worker_id
+        self.token = token
+        self.url: str | None = record.broker_url
+        self.display = record.display
+        self.record = record.model_copy(update={
+            "owner": ProcessRef.of("wrapper", os.getpid()), "controller": parent_controller(), "mode": "subprocess"})
+        registry.write(self.record)
+        self._torn_down: TeardownReport | None = None
+
+    def teardown(self) -> TeardownReport:
+        if self._torn_down is None:
+            self._torn_down = terminate_record(self.record, self.settings, self.registry, kill_owner=False)
+        return self._torn_down
 
 
 def broker_grace_s(settings: LocalXvfbSettings) -> float:
