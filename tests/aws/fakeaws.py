@@ -107,6 +107,8 @@ class FakeAws:
         self.behaviour = behaviour or (lambda n: HostBehaviour())
         self.export_metadata = export_metadata
         self.calls: Counter[str] = Counter()
+        self.in_progress_answers = 0
+        """GetCommandInvocation answers that found the command still running (a poll too early)."""
         self.log: list[str] = []
         self.faults: list[AwsFault] = []
         self.hosts: dict[str, FakeHost] = {}
@@ -168,6 +170,7 @@ class FakeAws:
     def reset_counts(self) -> None:
         with self._lock:
             self.calls.clear()
+            self.in_progress_answers = 0
 
     # --- dispatch ----------------------------------------------------------------------------
 
@@ -313,13 +316,16 @@ class FakeAws:
             with self._lock:
                 self.commands.append({"id": command_id, "instances": request.get("InstanceIds", []), "text": text})
             for instance_id in request.get("InstanceIds", []):
-                self._invocations[(command_id, instance_id)] = {"Status": "InProgress"}
+                with self._lock:
+                    self._invocations[(command_id, instance_id)] = {"Status": "InProgress"}
                 threading.Thread(target=self._run_command, args=(command_id, instance_id, text), daemon=True).start()
             return 200, {"Command": {"CommandId": command_id, "Status": "Pending"}}
         if action == "GetCommandInvocation":
             key = (request.get("CommandId", ""), request.get("InstanceId", ""))
             with self._lock:
                 found_invocation = self._invocations.get(key)
+                if found_invocation is not None and found_invocation.get("Status") == "InProgress":
+                    self.in_progress_answers += 1
             if found_invocation is None:
                 return 400, {"__type": "InvocationDoesNotExist", "message": "no such invocation"}
             return 200, {"CommandId": key[0], "InstanceId": key[1], "ResponseCode": 0,

@@ -124,3 +124,59 @@ def test_a_tunnel_that_keeps_dying_exhausts_its_restarts_and_the_rollout_fails(a
     assert f"its {TUNNEL_RESTARTS} restarts are used up" in text
     assert aws.live(request.batch_id) == []
     assert plugin_processes() == []
+
+
+class _Ssm:
+    """Just enough of an SSM client for a Tunnel: counts sessions started and terminated."""
+
+    class meta:  # mirrors botocore's client.meta
+        endpoint_url = "http://127.0.0.1:9"
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.terminated = 0
+
+    def start_session(self, **_: object) -> dict[str, str]:
+        self.started += 1
+        return {"SessionId": f"s-{self.started}", "TokenValue": "t", "StreamUrl": "tcp://127.0.0.1:9"}
+
+    def terminate_session(self, **_: object) -> dict[str, str]:
+        self.terminated += 1
+        return {}
+
+
+class _Session:
+    region = "us-east-1"
+
+    def __init__(self) -> None:
+        self.ssm = _Ssm()
+
+
+def test_closing_during_a_restart_leaves_no_process_and_no_session(tmp_path: Path) -> None:
+    """close() cancels the watchdog, but a restart already runs in a worker thread; close must
+    wait for it and end what it started (it used to outlive close, up to its /health bound)."""
+    from autocad_bench.infrastructure.processes import pid_exists
+    from autocad_bench_aws.tunnel import Tunnel
+
+    plugin = tmp_path / "silent-session-manager-plugin"
+    plugin.write_text("#!/bin/sh\nexec sleep 60\n")
+    plugin.chmod(0o755)
+    session = _Session()
+    tunnel = Tunnel(session, "i-0123456789abcdef0", 8765, "t" * 43, {}, log=lambda line: None,  # type: ignore[arg-type]
+                    plugin=str(plugin))
+
+    async def scenario() -> tuple[int, str | None, float]:
+        restart = asyncio.create_task(asyncio.to_thread(tunnel._open_one, 60.0))
+        while tunnel.process is None:
+            await asyncio.sleep(0.01)
+        pid = tunnel.process.pid
+        started = time.monotonic()
+        await tunnel.close()
+        why = await restart
+        return pid, why, time.monotonic() - started
+
+    pid, why, took = asyncio.run(scenario())
+    assert why == "the tunnel is closing"
+    assert took < 10, "close() waited for the restart's whole /health bound"
+    assert not pid_exists(pid) and tunnel.process is None
+    assert session.ssm.started == session.ssm.terminated == 1

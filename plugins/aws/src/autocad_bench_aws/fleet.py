@@ -20,6 +20,7 @@ import functools
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,19 +75,32 @@ class FleetPoller:
     # --- registration ------------------------------------------------------------------------
 
     def watch(self, instance_id: str) -> None:
-        (self.directory / "watch" / instance_id).write_text(str(os.getpid()))
+        """Register ``instance_id`` for this process, atomically.
+
+        The registration appears complete (name and PID) or not at all: another waiter's
+        :meth:`watched` in another thread or process never reads it half-written. A plain
+        ``write_text`` creates the file empty before writing the PID, and a poller reading it
+        in between saw PID 0, took it for a dead registration and deleted it: the instance was
+        then never polled and its waiter ran into its bound (a needless clone replacement).
+        """
+        pending = self.directory / f".watch-{instance_id}-{os.getpid()}-{threading.get_ident()}"
+        pending.write_text(str(os.getpid()))
+        os.replace(pending, self.directory / "watch" / instance_id)
 
     def unwatch(self, instance_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             (self.directory / "watch" / instance_id).unlink()
 
     def watched(self) -> list[str]:
+        """Registered ids whose process lives; registrations of dead processes are removed."""
         ids = []
         for path in sorted((self.directory / "watch").iterdir()):
-            try:
-                pid = int(path.read_text() or "0")
-            except (OSError, ValueError):
+            if not _ID.fullmatch(path.name):
                 continue
+            try:
+                pid = int(path.read_text())
+            except (OSError, ValueError):
+                continue  # gone meanwhile, or not a registration: never taken for a dead one
             if pid_exists(pid):
                 ids.append(path.name)
             else:

@@ -21,6 +21,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
@@ -94,6 +95,11 @@ class Tunnel:
         self.restarts = 0
         self.exhausted = False
         self._watchdog: asyncio.Task[None] | None = None
+        # Process starts and kills run in worker threads; cancelling the watchdog does not stop
+        # a restart already running in one. The lock orders such a restart before close()'s
+        # kill, and ``_closing`` makes it give up, so no process outlives close().
+        self._process_lock = threading.RLock()
+        self._closing = threading.Event()
 
     @property
     def url(self) -> str:
@@ -123,6 +129,10 @@ class Tunnel:
         self.started_processes += 1
 
     def _kill(self) -> None:
+        with self._process_lock:
+            self._kill_locked()
+
+    def _kill_locked(self) -> None:
         process, self.process = self.process, None
         if process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -156,6 +166,12 @@ class Tunnel:
 
     def _open_one(self, bound_s: float) -> str | None:
         """Start one fresh process and wait for verified /health; None on success."""
+        with self._process_lock:
+            return self._open_one_locked(bound_s)
+
+    def _open_one_locked(self, bound_s: float) -> str | None:
+        if self._closing.is_set():
+            return "the tunnel is closing"
         try:
             self._spawn()
         except AwsCallError as error:
@@ -163,6 +179,9 @@ class Tunnel:
         deadline = time.monotonic() + bound_s
         last = "no answer"
         while time.monotonic() < deadline:
+            if self._closing.is_set():
+                last = "the tunnel is closing"
+                break
             if self.process is not None and self.process.poll() is not None:
                 last = f"{self.plugin} exited with status {self.process.returncode}"
                 break
@@ -173,7 +192,7 @@ class Tunnel:
             if "not 401" in why or "readiness said" in why:
                 break  # a wrong process answers: waiting longer will not change it
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-        self._kill()
+        self._kill_locked()
         return last
 
     # --- public ------------------------------------------------------------------------------
@@ -222,6 +241,7 @@ class Tunnel:
             misses = 0
 
     async def close(self) -> None:
+        self._closing.set()
         if self._watchdog is not None:
             self._watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
