@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.aws.batches import aws_config, batch_command, result, write_config
 from tests.aws.conftest import AwsEnv
 
@@ -74,3 +76,41 @@ def test_sigkill_then_resume_reconnects_to_the_same_workers(aws: AwsEnv) -> None
     for host in hosts:
         assert [i.index for i in host.broker.injected] == list(range(19))
     assert aws.live(batch_id) == []
+
+
+@pytest.mark.parametrize(("mode", "signum"), [("shared", signal.SIGINT), ("subprocess", signal.SIGTERM)])
+def test_a_signal_hands_every_instance_back_and_resume_completes(aws: AwsEnv, mode: str, signum: int) -> None:
+    """First signal on AWS: rollouts stop as interrupted, every instance is terminated, the
+    process exits 128 + signal in time; resume runs the interrupted rollouts again to the end."""
+    config = write_config(aws, aws_config(aws, rollouts=2, mode=mode, latency_s=3.0), f"stop-{mode}")
+    out = aws.tmp / f"stop-{mode}-out"
+    process = subprocess.Popen(batch_command(config, out), env=dict(os.environ), start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        checkpoints = [out / "rollouts" / r / "resume-checkpoint.json" for r in ("r0", "r1")]
+        while not all(p.exists() and json.loads(p.read_text()).get("frame") for p in checkpoints):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the rollouts never reached the model"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 128 + signum, stdout + stderr
+    assert took < 30, f"the stop took {took:.1f} s"
+    batch = json.loads((out / "batch-state.json").read_text())
+    assert aws.live(batch["batch_id"]) == [], "an instance outlived the graceful stop"
+    assert batch["status"] == "interrupted"
+    assert {(r["state"], r["failure_class"]) for r in batch["rollouts"]} == {("failed", "interrupted")}
+
+    done = subprocess.run(["autocad-bench-resume", str(out), "--execute"], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    batch = json.loads((out / "batch-state.json").read_text())
+    assert {r["state"] for r in batch["rollouts"]} == {"done"}
+    assert all(len(r["earlier_attempts"]) == 1 for r in batch["rollouts"])
+    assert aws.live(batch["batch_id"]) == []

@@ -18,6 +18,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,7 @@ def test_kill_9_at_each_point_resumes_to_one_scored_rollout(tmp_path: Path, poin
         if controller.poll() is None:
             os.killpg(controller.pid, signal.SIGKILL)
     spent = _spend(out)
+    (before,) = json.loads((out / "batch-state.json").read_text())["rollouts"]
 
     plan = subprocess.run(["autocad-bench-resume", str(out)], capture_output=True, text=True, timeout=120)
     assert plan.returncode == 0, plan.stdout + plan.stderr
@@ -129,6 +131,11 @@ def test_kill_9_at_each_point_resumes_to_one_scored_rollout(tmp_path: Path, poin
 
     (row,) = json.loads((out / "batch-state.json").read_text())["rollouts"]
     assert row["state"] == "done" and row["score"] == pytest.approx(1.0), row
+    if entry["action"] == "resume":
+        # The re-attached desktop ran (and cost) from its first start, through the crash.
+        assert row["started_at"] == before["started_at"]
+        lifetime = (datetime.fromisoformat(row["finished_at"]) - datetime.fromisoformat(row["started_at"]))
+        assert row["infrastructure_seconds"] >= lifetime.total_seconds() - 1.0
     assert json.loads((paths.evaluation / "score.json").read_text())["score"] == pytest.approx(1.0)
     events = json.loads(paths.events.read_text())["events"]
     executions = Counter(e["detail"]["request_id"] for e in events if e["kind"] == "actions")

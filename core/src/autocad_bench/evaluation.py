@@ -36,7 +36,7 @@ def evaluate_rollout(request: RolloutLaunchRequest, environ: Mapping[str, str]) 
     if not arguments.enabled:
         return EXIT_OK
     paths = RolloutPaths(request.output_dir)
-    if _interrupted(paths):
+    if was_interrupted(paths):
         # A drawing the operator's stop cut short measures nothing: it is never scored.
         paths.evaluation.mkdir(parents=True, exist_ok=True)
         atomic_write_json(paths.evaluation / "status.json", {
@@ -71,7 +71,8 @@ def evaluate_rollout(request: RolloutLaunchRequest, environ: Mapping[str, str]) 
     return outcome.exit_code
 
 
-def _interrupted(paths: RolloutPaths) -> bool:
+def was_interrupted(paths: RolloutPaths) -> bool:
+    """Whether the rollout's result says an operator's stop cut it short (never scored)."""
     from autocad_bench.harness.records import FailureClass, RolloutResult
 
     try:

@@ -169,10 +169,13 @@ class BatchRunner:
         paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
         log_path = self.output_dir / "logs" / f"{rollout_id}.log"
         started = time.monotonic()
+        # A re-attached desktop has been running (and billed) since its first start: its
+        # time counts from then, through the controller's crash, not from the reconnection.
+        first_start = self.store.entry(rollout_id).started_at if worker_id is not None else None
         code = 1
         try:
             request = self._prepare(entry, paths, log_path)
-            self._set_state(rollout_id, "starting", started_at=utcnow())
+            self._set_state(rollout_id, "starting", started_at=first_start or utcnow())
             if worker_id is not None:
                 self._log(log_path, f"reconnecting to worker {worker_id} on backend {self.backend.name}")
                 command = self.backend.call("build_recovery_command", request=RecoveryLaunchRequest(
@@ -193,6 +196,8 @@ class BatchRunner:
             code = 1
         finally:
             seconds = time.monotonic() - started
+            if first_start is not None:
+                seconds = max(seconds, (utcnow() - first_start).total_seconds())
             if lease is not None:
                 self._registry.release(lease)  # type: ignore[union-attr]
             self._log(log_path, f"sandbox finished with exit code {code} after {seconds:.1f}s")

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from autocad_bench.evaluation import was_interrupted
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import FailureClass
 from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
@@ -226,7 +227,11 @@ async def run_lifecycle(
                 break
             for line in await finish_session(clone.tunnel.url, clone.token, paths, log, EVIDENCE):
                 log(f"evidence/release: {line}")
-            if plan is not None:
+            if plan is not None and was_interrupted(paths):
+                # Stopped by the operator: a cut-short drawing is never scored, and the
+                # transfer would only delay the stop the operator is waiting for.
+                log("the rollout was interrupted; its drawing is not exported for scoring")
+            elif plan is not None:
                 moved = await transfer(plan, session, clone.instance_id or "", request.batch_id, request.rollout_id,
                                        paths, log)
             break
