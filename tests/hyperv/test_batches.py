@@ -140,3 +140,55 @@ def test_a_controller_killed_mid_batch_is_cleaned_up_by_reap_batch(lab: Lab, tmp
     lab.assert_pool_clean()
     second = plugin.reap_batch(ReapRequest(batch_id=batch_id, spec=spec, output_dir=out))
     assert second.cleaned == () and second.errors == ()
+
+
+@pytest.mark.parametrize(("mode", "signum"), [("shared", signal.SIGINT), ("subprocess", signal.SIGTERM)])
+def test_a_signal_returns_every_vm_and_resume_completes(lab: Lab, tmp_path: Path, mode: str, signum: int) -> None:
+    """First signal on the Hyper-V pool: running rollouts stop as interrupted, every VM is
+    returned to the pool, exit 128 + signal in time; resume runs the batch to the end."""
+    lab.add_host("hv1", ["acad-01", "acad-02"])
+    out = tmp_path / "out"
+    path, config = example_on(lab, tmp_path, mode)
+    for rollout in config["rollouts"]:
+        rollout["provider_options"]["latency_s"] = 3.0
+    path.write_text(json.dumps(config))
+    controller = subprocess.Popen(["autocad-bench-batch", "--config", str(path), "--execute", "--output-dir",
+                                   str(out)], env=_env(), start_new_session=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+
+        def at_the_model() -> int:
+            found = 0
+            for checkpoint in out.glob("rollouts/*/resume-checkpoint.json"):
+                try:
+                    found += bool(json.loads(checkpoint.read_text()).get("frame"))
+                except ValueError:
+                    pass
+            return found
+
+        while at_the_model() < 2:
+            assert controller.poll() is None, controller.communicate()
+            assert time.monotonic() < deadline, "two rollouts never reached the model"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        controller.send_signal(signum)
+        stdout, stderr = controller.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+    assert controller.returncode == 128 + signum, stdout + stderr
+    assert took < 30, f"the stop took {took:.1f} s"
+    lab.assert_pool_clean()
+    state = json.loads((out / "batch-state.json").read_text())
+    assert state["status"] == "interrupted"
+    stopped = [r for r in state["rollouts"] if r["state"] == "failed"]
+    assert len(stopped) == 2 and {r["failure_class"] for r in stopped} == {"interrupted"}
+
+    done = subprocess.run(["autocad-bench-resume", str(out), "--execute"], capture_output=True, text=True,
+                          env=_env(), timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = json.loads((out / "batch-state.json").read_text())
+    assert {r["state"] for r in state["rollouts"]} == {"done"}
+    lab.assert_pool_clean()

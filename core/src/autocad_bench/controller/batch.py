@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -78,6 +79,8 @@ GLOBAL_MAX_ENV = "AUTOCAD_BENCH_MAX_ACTIVE_ROLLOUTS"
 TRACE_DESTINATION_ENV = "AUTOCAD_BENCH_TRACE_DESTINATION"
 TRACE_PREFIX_ENV = "AUTOCAD_BENCH_TRACE_PREFIX"
 POLL_S = 0.25
+STOP_EXIT_CODES = frozenset({128 + signal.SIGINT, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM})
+"""How a sandbox that the controller's forwarded stop ended exits (by handler or by the signal)."""
 
 
 def new_batch_id(output_dir: Path) -> str:
@@ -253,8 +256,14 @@ class BatchRunner:
             self._set_state(entry.rollout_id, "queued", started_at=None, worker_id=None)
             return
         if result is None and self.stop.is_set():
-            # Stopped after its checkpoint but before its result (a child killed after its
-            # grace): left as it is; resume closes it with the spend its checkpoint recorded.
+            # Stopped after its checkpoint but before its result (the child was killed past
+            # its stop bound): closed now with the spend its checkpoint recorded.
+            from autocad_bench.controller.closing import close_from_checkpoint
+
+            close_from_checkpoint(self, entry.rollout_id, FailureClass.INTERRUPTED,
+                                  f"stopped by {self.stop.signal_name}; the rollout's child ended (exit code "
+                                  f"{code}) before it wrote its result, so it was closed with the spend its "
+                                  "checkpoint recorded", seconds=seconds)
             return
         if result is None:
             # The pilot never ran to its end (launch or handoff failed): record that once.
@@ -274,7 +283,11 @@ class BatchRunner:
                                                "infrastructure_cost_usd": infra_cost})
         if paths.root.exists():
             atomic_write_json(paths.result, result.model_dump(mode="json"))
-        state: RolloutState = "done" if code == 0 and result.status == "completed" else "failed"
+        # A pilot that completed just as the operator's stop reached its sandbox: the sandbox
+        # exits by the forwarded signal, not by a failure of the rollout (the batch's reap
+        # still proves its desktop gone, and resume scores it if the stop skipped that).
+        stopped_by_us = self.stop.is_set() and code in STOP_EXIT_CODES
+        state: RolloutState = "done" if result.status == "completed" and (code == 0 or stopped_by_us) else "failed"
         score, passed, _ = read_scores(paths.root)
         self._set_state(
             entry.rollout_id, state, finished_at=utcnow(), exit_code=code,

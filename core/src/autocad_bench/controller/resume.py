@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import LoadedConfig, effective_budgets, load_config
-from autocad_bench.controller.batch import BatchRunner, assigned_provenance, resume_hint, run_interruptibly
+from autocad_bench.controller.batch import BatchRunner, resume_hint, run_interruptibly
+from autocad_bench.controller.closing import close_from_checkpoint, crash_seconds
 from autocad_bench.controller.state import BatchState, BatchStateStore, EarlierAttempt
 from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import hourly_rate, infrastructure_cost
-from autocad_bench.costs.budget import BudgetState
 from autocad_bench.errors import ConfigError, Problem, UserError
 from autocad_bench.evaluation import evaluate_rollout
-from autocad_bench.harness.checkpoints import load_checkpoint
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.harness.trace import utcnow
@@ -41,7 +39,6 @@ from autocad_bench.infrastructure.models import ActiveWorkersRequest, Infrastruc
 from autocad_bench.interrupt import say
 from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.plugins import PluginHandle, PluginHost
-from autocad_bench.storage import atomic_write_json
 
 ResumeAction = Literal["complete", "evaluate", "failed", "resume", "start", "restart", "lost"]
 LOST_NOTE = ("; execute closes it as failed (infrastructure_lost) with the spend its checkpoint recorded, "
@@ -245,49 +242,18 @@ def _legacy_logs(batch_dir: Path, known: dict[str, str], backend: PluginHandle) 
     return found
 
 
-def _crash_seconds(paths: RolloutPaths, started: datetime | None) -> float:
-    """How long the lost sandbox ran, as far as the files tell: from its start to the last
-    thing its pilot wrote (the controller that could have timed it is gone)."""
-    if started is None:
-        return 0.0
-    last = max((p.stat().st_mtime for p in (paths.run_state, paths.checkpoint, paths.checkpoint_journal)
-                if p.exists()), default=started.timestamp())
-    return max(0.0, last - started.timestamp())
-
-
 def _close_lost(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state: BatchState) -> None:
-    """Give a rollout whose desktop died with the controller its end: failed with
-    ``infrastructure_lost``, a result.json, and the spend its checkpoint recorded."""
-    rollout = runner.store.entry(entry.rollout_id)
-    paths = RolloutPaths(batch_dir / "rollouts" / entry.rollout_id)
-    checkpoint = load_checkpoint(paths)
-    budget = checkpoint.budget if checkpoint is not None else BudgetState()
-    seconds = _crash_seconds(paths, rollout.started_at)
-    rate = hourly_rate(runner.hourly_key(), runner.prices)
-    infra_cost = float(infrastructure_cost(seconds, rate.hourly_usd))
-    now = utcnow()
-    # An operator's stop that caught the rollout in flight is named as such; otherwise the
-    # controller died under it.
-    failure = FailureClass.INTERRUPTED if state.interruption is not None else FailureClass.INFRASTRUCTURE_LOST
-    detail = (f"caught in flight by the {state.interruption.signal} that stopped the batch; "
-              "closed with the spend its checkpoint recorded" if state.interruption is not None else entry.reason)
-    result = RolloutResult(
-        rollout_id=entry.rollout_id, attempt_id=rollout.attempt_id, task_id=rollout.task_id,
-        task_provenance=assigned_provenance(paths), provider=rollout.provider, model=rollout.model,
-        infrastructure_backend=rollout.infrastructure_backend, status="failed",
-        failure_class=failure, failure_detail=detail,
-        stop_reason=None, turns=budget.turns, actions=budget.actions, invalid_turns=budget.lifetime_invalid_turns,
-        model_responses=budget.ledger.responses, usage=budget.ledger.usage.model_dump(mode="json"),
-        token_cost_usd=float(budget.ledger.total_usd), wall_seconds=round(budget.elapsed_s, 3),
-        infrastructure_seconds=round(seconds, 3), infrastructure_cost_usd=infra_cost, drawing=None,
-        attempts=max(1, budget.attempts), started_at=rollout.started_at or now, finished_at=now, exit_code=1)
-    paths.root.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(paths.result, result.model_dump(mode="json"))
-    runner.store.update_rollout(
-        entry.rollout_id, state="failed", finished_at=now, exit_code=1,
-        failure_class=failure.value, turns=budget.turns, actions=budget.actions,
-        token_cost_usd=result.token_cost_usd, infrastructure_seconds=result.infrastructure_seconds,
-        infrastructure_cost_usd=infra_cost)
+    """Give a rollout whose desktop died with the controller its end (see :mod:`.closing`).
+
+    An operator's stop that caught the rollout in flight is named as such; otherwise the
+    controller died under it.
+    """
+    if state.interruption is not None:
+        close_from_checkpoint(runner, entry.rollout_id, FailureClass.INTERRUPTED,
+                              f"caught in flight by the {state.interruption.signal} that stopped the batch; "
+                              "closed with the spend its checkpoint recorded")
+    else:
+        close_from_checkpoint(runner, entry.rollout_id, FailureClass.INFRASTRUCTURE_LOST, entry.reason)
 
 
 def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state: BatchState) -> None:
@@ -348,7 +314,7 @@ def _record_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str) -> N
     rollout = runner.store.entry(rollout_id)
     seconds = result.infrastructure_seconds
     if seconds is None:
-        seconds = _crash_seconds(paths, rollout.started_at) or result.wall_seconds
+        seconds = crash_seconds(paths, rollout.started_at) or result.wall_seconds
     rate = hourly_rate(runner.hourly_key(), runner.prices)
     infra_cost = result.infrastructure_cost_usd
     if infra_cost is None:
