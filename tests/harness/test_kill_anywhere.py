@@ -10,13 +10,13 @@ promises are tests/xvfb/test_kill_points.py and tests/xvfb/test_stop_signals.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,10 +62,8 @@ def test_any_stop_then_resume_injects_every_action_once(
                 # Everything on the controller host dies at once (subprocess children too).
                 os.killpg(controller.pid, signal.SIGKILL)
                 for lease in (tmp_path / "leases").glob("*.lease"):
-                    try:
+                    with contextlib.suppress(ProcessLookupError, ValueError, KeyError, PermissionError):
                         os.killpg(json.loads(lease.read_text())["pid"], signal.SIGKILL)
-                    except (ProcessLookupError, ValueError, KeyError, PermissionError):
-                        pass
             else:
                 os.kill(controller.pid, signal.SIGINT)
                 if stop == "SIGINT twice":

@@ -6,6 +6,7 @@ The controller and its wrappers reach the fake hosts through a stand-in ``powers
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -161,10 +162,8 @@ def test_a_signal_returns_every_vm_and_resume_completes(lab: Lab, tmp_path: Path
         def at_the_model() -> int:
             found = 0
             for checkpoint in out.glob("rollouts/*/resume-checkpoint.json"):
-                try:
+                with contextlib.suppress(ValueError):
                     found += bool(json.loads(checkpoint.read_text()).get("frame"))
-                except ValueError:
-                    pass
             return found
 
         while at_the_model() < 2:

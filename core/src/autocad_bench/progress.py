@@ -10,16 +10,27 @@ When stdout is not a TTY, or ``CI`` is set, it degrades to plain log lines on st
 per state change (with the counts) and, every ``heartbeat_s``, one per active rollout.
 ``AUTOCAD_BENCH_PROGRESS=live|plain|off`` overrides the choice. The final summary table and
 summary.json/summary.csv stay the controller's (:mod:`autocad_bench.controller.summary`).
+
+A running rollout's elapsed time keeps moving between two ``run-state.json`` writes: the
+pilot rewrites that file once per turn, so while a model request is retried (a dead base
+URL can take minutes) the file stands still; the display adds the time since it first saw
+the current value. Model-request retries are shown too: while the display is up it listens
+to the ``autocad_bench.retry`` logger (:mod:`autocad_bench.retry.reporting`), counts the
+retries and shows the latest one under the table. That covers the rollouts of a shared-mode
+batch, whose pilots run in this process; a subprocess child logs its retries to its
+rollout log (``rollouts/<id>/controller.log`` or the backend's log), not here.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -73,6 +84,42 @@ def counts_text(counts: Mapping[str, Any]) -> str:
     return " ".join(f"{state} {counts.get(state, 0)}" for state in STATES)
 
 
+RETRY_LOGGER = "autocad_bench.retry"
+
+
+class RetryFeed(logging.Handler):
+    """Collects the retry lines of :data:`RETRY_LOGGER` for the display (any thread may log)."""
+
+    def __init__(self, keep: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(level=logging.NOTSET)
+        self.count = 0
+        self.recent: collections.deque[tuple[float, str]] = collections.deque(maxlen=keep)
+        self._clock = clock
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = retry_status(record)
+            with self.lock or contextlib.nullcontext():
+                self.count += 1
+                self.recent.append((self._clock(), line))
+        except Exception:  # the display must never take a retry down
+            self.handleError(record)
+
+    def latest(self) -> tuple[int, tuple[float, str] | None]:
+        with self.lock or contextlib.nullcontext():
+            return self.count, (self.recent[-1] if self.recent else None)
+
+
+def retry_status(record: logging.LogRecord) -> str:
+    """``retrying: <what> <reason> (attempt n, next in s)`` from a :func:`~autocad_bench.retry.reporting.log_retry`
+    record (its ``retry_*`` attributes), else the record's message."""
+    what = getattr(record, "retry_what", None)
+    if what is None:
+        return record.getMessage()
+    return (f"retrying: {what} {getattr(record, 'retry_reason', '')} "
+            f"(attempt {getattr(record, 'retry_attempt', '?')}, next in {getattr(record, 'retry_wait_s', 0.0):.1f}s)")
+
+
 class BatchProgress(Observer):
     """Terminal progress of one batch (see module docstring); use as a context manager."""
 
@@ -80,7 +127,8 @@ class BatchProgress(Observer):
 
     def __init__(self, output_dir: Path, *, host: Any = None, console: Console | None = None, mode: Mode = "auto",
                  environ: Mapping[str, str] | None = None, stdout_isatty: bool | None = None,
-                 interval_s: float = 0.5, heartbeat_s: float = 30.0, max_lines: int = 20) -> None:
+                 interval_s: float = 0.5, heartbeat_s: float = 30.0, max_lines: int = 20,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.output_dir = Path(output_dir)
         self.console = console or Console(stderr=True)
         environ = os.environ if environ is None else environ
@@ -96,9 +144,14 @@ class BatchProgress(Observer):
         self._thread: threading.Thread | None = None
         self._live: Live | None = None
         self._reported: dict[str, str] = {}
-        self._started = time.monotonic()
+        self._clock = clock
+        self._started = clock()
         self._root: RunsRoot | None = None
-        self._last_heartbeat = time.monotonic()
+        self._last_heartbeat = clock()
+        # rollout id -> (elapsed_s last read from run-state.json, when it was first seen).
+        self._elapsed_seen: dict[str, tuple[float, float]] = {}
+        self._elapsed_lock = threading.Lock()  # not self._lock: _print holds that around console output
+        self.retries = RetryFeed(clock=clock)
 
     # --- observer hooks (called by the controller on its threads) ---------------------------
 
@@ -172,19 +225,41 @@ class BatchProgress(Observer):
             if row.state in ACTIVE_STATES:
                 self._print(f"{row.rollout_id} {row.state} turns={row.turns if row.turns is not None else '-'} "
                             f"actions={row.actions if row.actions is not None else '-'} "
-                            f"elapsed={_seconds(row.elapsed_s)} cost={_money(row.cost_usd)}")
+                            f"elapsed={_seconds(self.elapsed(row))} cost={_money(row.cost_usd)}")
+
+    def elapsed(self, row: RolloutRow) -> float | None:
+        """The rollout's elapsed seconds, kept moving while its pilot has not rewritten its state.
+
+        ``run-state.json`` is written once per turn; a running rollout whose value has not
+        changed since this display first read it is shown that value plus the time since.
+        """
+        value = row.elapsed_s
+        if value is None or row.state != "running":
+            with self._elapsed_lock:
+                self._elapsed_seen.pop(row.rollout_id, None)
+            return value
+        now = self._clock()
+        with self._elapsed_lock:
+            seen = self._elapsed_seen.get(row.rollout_id)
+            if seen is None or seen[0] != value:
+                self._elapsed_seen[row.rollout_id] = seen = (value, now)
+        return value + max(0.0, now - seen[1])
 
     # --- live display -----------------------------------------------------------------------
 
     def render(self) -> Group:
         """The live display: a counts line and a table of active, then recent, rollouts."""
         info = self.snapshot()
-        elapsed = _seconds(time.monotonic() - self._started)
+        elapsed = _seconds(self._clock() - self._started)
+        retry = self._retry_line()
         if info is None:
-            return Group(Text(f"preparing batch ... {elapsed}"))
+            return Group(*[Text(f"preparing batch ... {elapsed}"), *([retry] if retry else [])])
         header = Text(f"batch {info.batch_id}  {elapsed}  ")
         for state in STATES:
             header.append(f"{state} {info.counts.get(state, 0)}  ", style=STATE_STYLES[state])
+        count, _ = self.retries.latest()
+        if count:
+            header.append(f"retries {count}  ", style="yellow")
         table = Table(box=None, pad_edge=False, expand=False)
         for column in ("rollout", "model", "state", "turns", "actions", "elapsed", "cost", "score"):
             table.add_column(column, justify="right" if column in ("turns", "actions", "elapsed", "cost") else "left")
@@ -195,18 +270,31 @@ class BatchProgress(Observer):
             table.add_row(row.rollout_id, row.model_label, Text(row.state, style=STATE_STYLES.get(row.state, "")),
                           "-" if row.turns is None else str(row.turns),
                           "-" if row.actions is None else str(row.actions),
-                          _seconds(row.elapsed_s), _money(row.cost_usd), _score(row))
+                          _seconds(self.elapsed(row)), _money(row.cost_usd), _score(row))
         parts: list[Any] = [header, table]
         if len(rows) > len(shown):
             parts.append(Text(f"... {len(rows) - len(shown)} more", style="dim"))
+        if retry:
+            parts.append(retry)
         return Group(*parts)
+
+    def _retry_line(self) -> Text | None:
+        """The latest model-request retry and how long ago it was scheduled."""
+        _, latest = self.retries.latest()
+        if latest is None:
+            return None
+        at, line = latest
+        return Text(f"{line} [{_seconds(self._clock() - at)} ago]", style="yellow")
 
     # --- lifecycle --------------------------------------------------------------------------
 
     def _attach(self) -> None:
-        # The display observes the batch's events only while it is shown.
+        # The display observes the batch's events (and the retry log) only while it is shown.
         if self._host is not None:
             self._observing.enter_context(self._host.observing(self, self.name))
+        logger = logging.getLogger(RETRY_LOGGER)
+        logger.addHandler(self.retries)
+        self._observing.callback(logger.removeHandler, self.retries)
 
     def _detach(self) -> None:
         self._observing.close()
@@ -216,8 +304,8 @@ class BatchProgress(Observer):
             try:
                 info = self.poll()
                 if info is not None and self.mode == "plain" and \
-                        time.monotonic() - self._last_heartbeat >= self.heartbeat_s:
-                    self._last_heartbeat = time.monotonic()
+                        self._clock() - self._last_heartbeat >= self.heartbeat_s:
+                    self._last_heartbeat = self._clock()
                     self._heartbeat(info)
             except Exception as error:  # progress must never take the batch down
                 self._print(f"progress display error: {type(error).__name__}: {error}")

@@ -72,8 +72,14 @@ def run_pilot(
     credential: str,
     *,
     budgets: BudgetConfig | None = None,
+    environment: dict[str, str] | None = None,
 ) -> PilotRun:
-    """Run one rollout to its end; returns result.json, the rollout directory and the broker."""
+    """Run one rollout to its end; returns result.json, the rollout directory and the broker.
+
+    ``environment`` adds variables the child sees (and names them to the pilot, as admission
+    names a provider's optional variables that are set).
+    """
+    extra = dict(environment or {})
 
     async def scenario() -> PilotRun:
         async with FakeBroker(display=DISPLAY) as broker:
@@ -82,7 +88,7 @@ def run_pilot(
             assignment = PilotAssignment(
                 batch_id="b", rollout_id="r-provider", attempt_id="b.r-provider.1", task_id="t",
                 task_prompt="Draw a line and a circle.", reference_png=str(REFERENCE), model=model,
-                budgets=budgets or BudgetConfig(), display=DISPLAY, credential_names=(credential,),
+                budgets=budgets or BudgetConfig(), display=DISPLAY, credential_names=(credential, *extra),
                 infrastructure_backend="test",
             )
             atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
@@ -91,7 +97,7 @@ def run_pilot(
             registry = PluginRegistry()
             registry.register("providers", provider)
             host = PluginHost(registry=registry, environ={}, entry_point_source=lambda group: ())
-            pilot = Pilot(rollout, {credential: SECRET}, host=host, broker=client)
+            pilot = Pilot(rollout, {credential: SECRET, **extra}, host=host, broker=client)
             code = await pilot.run()
             result = json.loads((rollout / "result.json").read_text())
             assert result["exit_code"] == code

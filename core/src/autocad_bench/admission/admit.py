@@ -9,6 +9,10 @@ Checks that concern what the user wrote (unique ids and assignments, the task su
 provider options) look at assignments; checks that concern what will run (the expected
 count, credentials, preflight capacity, the report) look at every planned rollout, one per
 (assignment, trial) (see :mod:`autocad_bench.config.trials`).
+
+Besides pass/fail checks the report carries ``warnings``: things that do not stop a batch
+but change what it means, such as a model the price table does not list (billed at the
+fallback rate, named with that rate by the ``pricing`` check).
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from autocad_bench.admission.report import AdmissionCheck, AssignmentReport, PlanReport
 from autocad_bench.admission.suites import resolve_task_suite
 from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.config.secrets import literal_credentials
 from autocad_bench.config.trials import PlannedRollout, active_entries
+from autocad_bench.costs.pricing import ModelPrice, PricingError, load_pricing, price_for
 from autocad_bench.errors import ConfigError, PluginError, Problem
 from autocad_bench.infrastructure.models import (
     REJECTED_BROKER_VERSIONS,
@@ -122,6 +129,8 @@ def admit(
         for c in preflight.checks
     )
     checks.extend(_catalog(loaded, enabled, providers, environ, names, options))
+    pricing_check, warnings = _pricing(loaded, enabled, environ)
+    checks.append(pricing_check)
     passed = all(c.passed for c in checks)
     report = PlanReport(
         mode="execute" if options.mode == "execute" else "plan",
@@ -139,6 +148,7 @@ def admit(
         admitted_wave=min(preflight.admitted_wave, len(enabled), config.max_concurrency),
         budgets=budgets,
         checks=checks,
+        warnings=warnings,
         assignments=[
             AssignmentReport(rollout_id=r.rollout_id, assignment_id=r.assignment_id, trial=r.trial,
                              task_id=r.task_id, provider=r.provider, model=r.model, enabled=r.enabled,
@@ -321,24 +331,44 @@ def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]
     return providers, problems
 
 
+def optional_environment(provider: PluginHandle, environ: Mapping[str, str]) -> list[str]:
+    """The provider's ``optional_env`` names that are set in ``environ``.
+
+    A provider may declare, as a class attribute ``optional_env``, non-secret variables it
+    reads when they are set (``OPENAI_BASE_URL``). A child harness sees only the base
+    environment and the names admission hands it, so these are handed on together with the
+    credential names (to the catalog check and to every rollout), but only when set: a
+    missing one is never an error.
+    """
+    declared = getattr(provider.plugin, "optional_env", ())
+    if not isinstance(declared, (tuple, list)):
+        return []
+    return [name for name in declared if isinstance(name, str) and environ.get(name)]
+
+
 def _credentials(
     loaded: LoadedConfig, enabled: list[PlannedRollout], providers: Mapping[str, PluginHandle],
     environ: Mapping[str, str],
 ) -> tuple[dict[str, list[str]], AdmissionCheck]:
-    """Credential names per planned rollout (every trial); the provider is asked once per assignment."""
+    """Environment names per planned rollout (every trial): the credentials the provider
+    names (asked once per assignment), then its :func:`optional_environment` names that are set."""
     config = loaded.config
     # Name -> assignment id -> how many of its trials need it (named once per assignment).
     needed: dict[str, dict[str, int]] = defaultdict(dict)
     names_by_rollout: dict[str, list[str]] = {}
     by_assignment: dict[int, list[str]] = {}
+    required_by_assignment: dict[int, list[str]] = {}
+    passed_on: set[str] = set()
     for rollout in enabled:
         if rollout.index not in by_assignment:
             spec = model_spec(rollout.entry, loaded.path.parent)
-            by_assignment[rollout.index] = list(
-                providers[rollout.provider].call("credential_names", model=spec) or [])
-        names = by_assignment[rollout.index]
-        names_by_rollout[rollout.rollout_id] = names
-        for name in names:
+            required = list(providers[rollout.provider].call("credential_names", model=spec) or [])
+            optional = [n for n in optional_environment(providers[rollout.provider], environ) if n not in required]
+            required_by_assignment[rollout.index] = required
+            by_assignment[rollout.index] = required + optional
+            passed_on.update(optional)
+        names_by_rollout[rollout.rollout_id] = by_assignment[rollout.index]
+        for name in required_by_assignment[rollout.index]:
             users = needed[name]
             users[rollout.assignment_id] = users.get(rollout.assignment_id, 0) + 1
     judge = config.evaluation.judge
@@ -353,11 +383,12 @@ def _credentials(
                                details={"missing": list(missing)})
     else:
         present = sorted(needed)
-        check = AdmissionCheck(
-            step=4, name="credentials", passed=True,
-            reason=f"present: {', '.join(present)}" if present else "no credentials needed",
-            details={"present": present},
-        )
+        reason = f"present: {', '.join(present)}" if present else "no credentials needed"
+        details: dict[str, JsonValue] = {"present": list(present)}
+        if passed_on:
+            reason += f"; also passed to the rollouts: {', '.join(sorted(passed_on))}"
+            details["passed_on"] = [name for name in sorted(passed_on)]
+        check = AdmissionCheck(step=4, name="credentials", passed=True, reason=reason, details=details)
     return names_by_rollout, check
 
 
@@ -445,21 +476,88 @@ def _catalog(
     checks = []
     for provider, rollouts in sorted(by_provider.items()):
         names = sorted({n for r in rollouts for n in names_by_rollout[r.rollout_id]})
-        entries = list({r.index: r.entry for r in rollouts}.values())
         if any(not environ.get(n) for n in names):
             checks.append(AdmissionCheck(step=8, name=f"model_catalog.{provider}", passed=False,
                                          reason="not checked: credentials missing"))
             continue
-        specs = list({(e.model, str(e.provider_options)): model_spec(e, loaded.path.parent)
-                      for e in entries}.values())
+        # One spec per distinct (model, options); each remembers the assignments that use it.
+        by_key: dict[tuple[str, str], tuple[ModelSpec, list[str]]] = {}
+        for rollout in rollouts:
+            entry = rollout.entry
+            key = (entry.model, str(entry.provider_options))
+            if key not in by_key:
+                by_key[key] = (model_spec(entry, loaded.path.parent), [])
+            where = loaded.at(f"$.rollouts[{rollout.index}]")
+            if where not in by_key[key][1]:
+                by_key[key][1].append(where)
+        specs = [spec for spec, _ in by_key.values()]
         entries_out: list[CatalogEntry] = providers[provider].call(
             "check_model_catalog", models=specs, credentials=Credentials.from_environ(names, environ)
         ) or []
+        # Providers answer one entry per spec, in order; fall back to the model id otherwise.
+        if len(entries_out) == len(specs):
+            wheres = [where for _, where in by_key.values()]
+        else:
+            by_model = {spec.model: where for spec, where in by_key.values()}
+            wheres = [by_model.get(e.model, []) for e in entries_out]
         unavailable = [e for e in entries_out if not e.available]
-        reason = "; ".join(f"{e.model}: {e.reason or 'available'}" for e in entries_out)
+        reason = "; ".join(
+            f"{e.model}: {e.reason or 'available'}" if e.available
+            else f"{e.model} ({', '.join(where) or 'not in the configuration'}): {e.reason or 'unavailable'}"
+            for e, where in zip(entries_out, wheres, strict=True))
         checks.append(AdmissionCheck(
             step=8, name=f"model_catalog.{provider}", passed=not unavailable and len(entries_out) > 0,
             reason=reason or "provider returned no catalog entries",
-            details={"models": [e.model_dump(mode="json") for e in entries_out]},
+            details={"models": [{**e.model_dump(mode="json"), "locations": list(where)}
+                                for e, where in zip(entries_out, wheres, strict=True)]},
         ))
     return checks
+
+
+# --- pricing -----------------------------------------------------------------------------
+
+
+def describe_rates(price: ModelPrice) -> str:
+    """``input $x, cached input $y, cache write $z, output $w per million tokens`` (+ long-context premium)."""
+    text = (f"input ${price.input}, cached input ${price.cached_input}, cache write ${price.cache_write}, "
+            f"output ${price.output} per million tokens")
+    if price.long_context_threshold_tokens is not None:
+        text += (f" (x{price.long_context_input_multiplier} input, x{price.long_context_output_multiplier} "
+                 f"output above {price.long_context_threshold_tokens} input tokens)")
+    return text
+
+
+def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout],
+             environ: Mapping[str, str]) -> tuple[AdmissionCheck, list[str]]:
+    """Which price every enabled model is billed at; a warning per model that is not in the
+    price table and so is billed at the conservative fallback (the highest listed rates)."""
+    try:
+        prices = load_pricing(environ, pinned=loaded.config.pricing)
+    except PricingError as error:
+        return AdmissionCheck(step=8, name="pricing", passed=False,
+                              reason="; ".join(str(p) for p in error.problems)), []
+    models = list(dict.fromkeys((r.provider, r.model) for r in enabled))
+    fallback: list[tuple[str, str]] = []
+    for provider, model in models:
+        if price_for(model, prices).priced_by_fallback:
+            fallback.append((provider, model))
+    source = "the pinned $.pricing" if loaded.config.pricing is not None else "the price table"
+    if not fallback:
+        return AdmissionCheck(step=8, name="pricing", passed=True,
+                              reason=f"every model is listed in {source} (as of {prices.as_of})",
+                              details={"as_of": prices.as_of.isoformat(), "fallback_priced": []}), []
+    rates = price_for(fallback[0][1], prices).price
+    described = describe_rates(rates)
+    where = "$.pricing" if loaded.config.pricing is not None else "AUTOCAD_BENCH_PRICING_JSON"
+    warnings = [f"{provider}/{model} is not in {source} (as of {prices.as_of}): it will be billed at the "
+                f"fallback rate, the highest listed: {described}; cost caps and the summary use that rate "
+                f"(add the model to {where} to price it exactly)"
+                for provider, model in fallback]
+    reason = (f"{len(fallback)} model(s) priced by fallback at {described}: "
+              + ", ".join(f"{p}/{m}" for p, m in fallback))
+    details: dict[str, JsonValue] = {
+        "as_of": prices.as_of.isoformat(),
+        "fallback_priced": [f"{p}/{m}" for p, m in fallback],
+        "fallback_rate": rates.model_dump(mode="json"),
+    }
+    return AdmissionCheck(step=8, name="pricing", passed=True, reason=reason, details=details), warnings

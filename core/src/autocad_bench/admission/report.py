@@ -52,4 +52,8 @@ class PlanReport(StrictModel):
     admitted_wave: int
     budgets: BudgetConfig
     checks: list[AdmissionCheck]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="things that do not stop the batch but change what it means, e.g. a model "
+                    "billed at the fallback price because the price table does not list it")
     assignments: list[AssignmentReport]

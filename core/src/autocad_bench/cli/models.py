@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from autocad_bench.admission.admit import optional_environment
 from autocad_bench.cli.errors import report_user_errors
 from autocad_bench.errors import ConfigError, PluginError, Problem, UserError
 from autocad_bench.plugins import PluginHandle, PluginHost
@@ -123,9 +124,11 @@ def run_models_check(
             checks += [_check(provider, s.model, "skipped", f"not checked: credentials missing ({', '.join(missing)})")
                        for s in specs]
             continue
+        # Set optional variables (a base URL) reach the catalog check as they reach a rollout.
+        handed = [*names, *(n for n in optional_environment(handle, environ) if n not in names)]
         try:
             entries: list[CatalogEntry] = handle.call(
-                "check_model_catalog", models=specs, credentials=Credentials.from_environ(names, environ)) or []
+                "check_model_catalog", models=specs, credentials=Credentials.from_environ(handed, environ)) or []
         except Exception as error:  # a provider bug must not hide the other providers' results
             checks += [_check(provider, s.model, "error", f"catalog check failed: {type(error).__name__}: {error}")
                        for s in specs]

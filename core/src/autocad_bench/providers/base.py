@@ -23,6 +23,9 @@ class ModelProvider(PluginBase, abc.ABC):
 
     hook_names: ClassVar[tuple[str, ...]] = PROVIDER_HOOKS
     credential_env: ClassVar[tuple[str, ...]] = ()
+    optional_env: ClassVar[tuple[str, ...]] = ()
+    """Non-secret variables the provider reads when they are set (``OPENAI_BASE_URL``):
+    admission hands the set ones to the catalog check and every rollout; never required."""
 
     @hookimpl
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:

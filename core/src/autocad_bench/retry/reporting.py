@@ -8,6 +8,10 @@ attempt it is and how long the wait is, on the ``autocad_bench.retry`` logger; a
 the controller's process a stderr handler that looks up ``sys.stderr`` when it writes, so
 the lines land above rich's live progress display instead of through it.
 
+Each record also carries the details as attributes (``retry_what``, ``retry_reason``,
+``retry_attempt``, ``retry_wait_s``, ``retry_waited_s``), which the live progress display
+(:mod:`autocad_bench.progress`) turns into its ``retrying: ...`` status line.
+
 Called once by the controller CLIs (``autocad-bench-batch``, ``autocad-bench-resume``);
 library users keep whatever logging and stamina hooks they configured.
 """
@@ -19,8 +23,12 @@ import sys
 
 import stamina.instrumentation as instrumentation
 
+from autocad_bench.providers.models import ProviderRequestError
+
 LOGGER = "autocad_bench.retry"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+MODEL_REQUEST = "autocad_bench.model_request."
+"""Prefix of the names :class:`~autocad_bench.retry.caller.ModelCaller` reports model retries under."""
 
 
 def describe(details: instrumentation.RetryDetails) -> str:
@@ -32,8 +40,22 @@ def describe(details: instrumentation.RetryDetails) -> str:
 
 
 def log_retry(details: instrumentation.RetryDetails) -> None:
-    """A stamina on-retry hook that logs :func:`describe` at WARNING."""
-    logging.getLogger(LOGGER).warning("%s", describe(details))
+    """A stamina on-retry hook that logs :func:`describe` at WARNING, with the details as record attributes."""
+    cause = details.caused_by
+    what = details.name
+    if what.startswith(MODEL_REQUEST):
+        what = f"model request ({what.removeprefix(MODEL_REQUEST)})"
+    if isinstance(cause, ProviderRequestError) and str(cause):
+        reason = str(cause)  # already names the provider and what failed
+    else:
+        reason = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    logging.getLogger(LOGGER).warning("%s", describe(details), extra={
+        "retry_what": what,
+        "retry_reason": reason,
+        "retry_attempt": details.retry_num + 1,
+        "retry_wait_s": details.wait_for,
+        "retry_waited_s": details.waited_so_far,
+    })
 
 
 class CurrentStderrHandler(logging.Handler):

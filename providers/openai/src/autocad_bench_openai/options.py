@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+"""The environment variable of the base URL (as the official SDK names it), used when
+``provider_options.base_url`` is unset."""
 
 
 class OpenaiOptions(BaseModel):
@@ -33,6 +38,49 @@ class OpenaiOptions(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL")
-        return value.rstrip("/") if value else value
+        return _http_url(value) if value is not None else None
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return value.rstrip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class BaseUrl:
+    """The base URL requests go to and where it came from (for the plan report and errors)."""
+
+    url: str
+    source: Literal["config", "environment", "default"]
+
+    @property
+    def origin(self) -> str:
+        """Where the URL was set, as a user would look for it."""
+        if self.source == "config":
+            return "provider_options.base_url"
+        if self.source == "environment":
+            return f"environment {BASE_URL_ENV}"
+        return "the default"
+
+    def __str__(self) -> str:
+        return f"{self.url} (from {self.origin})"
+
+
+def resolve_base_url(options: OpenaiOptions, environment: Mapping[str, str]) -> BaseUrl:
+    """``provider_options.base_url`` wins, then ``OPENAI_BASE_URL``, then OpenAI's own URL.
+
+    ``environment`` is what the provider was handed (its :class:`Credentials`): admission
+    passes ``OPENAI_BASE_URL`` through when it is set, see
+    :attr:`autocad_bench_openai.provider.OpenaiProvider.optional_env`. An empty variable
+    counts as unset; a value that is not an http(s) URL raises :class:`ValueError` naming it.
+    """
+    if options.base_url:
+        return BaseUrl(options.base_url, "config")
+    value = (environment.get(BASE_URL_ENV) or "").strip()
+    if value:
+        try:
+            return BaseUrl(_http_url(value), "environment")
+        except ValueError:
+            raise ValueError(f"{BASE_URL_ENV}={value!r} must be an http:// or https:// URL") from None
+    return BaseUrl(DEFAULT_BASE_URL, "default")

@@ -12,6 +12,11 @@ is cut (see ``history_turns``).
 The body is serialized here and posted through the SDK's client (authentication, error
 types, response parsing, retries off). State changes only after a successful response, so
 a failed request is retried with the identical body.
+
+Requests go to ``provider_options.base_url``, else ``OPENAI_BASE_URL`` (when admission
+passed it through), else OpenAI's URL (:func:`~autocad_bench_openai.options.resolve_base_url`).
+Connection failures and timeouts name that URL and where it came from, so a rollout that
+ends ``transport_exhausted`` says which endpoint could not be reached.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, COMPUTER_ACTION_TOOL_NAME
 from autocad_bench.models import ArtifactRef, JsonObject
-from autocad_bench.providers.models import Credentials, ModelTurn, Observation, SessionRequest
+from autocad_bench.providers.models import (
+    Credentials,
+    ModelTurn,
+    Observation,
+    ProviderErrorKind,
+    ProviderRequestError,
+    SessionRequest,
+)
 from autocad_bench.providers.support.responses import (
     INSTRUCTIONS,
     ResponsesClientSession,
@@ -31,7 +43,7 @@ from autocad_bench.providers.support.responses import (
     rollout_cache_key,
 )
 from autocad_bench_openai.history import Entry, answered, parse_arguments, render, trimmed
-from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions
+from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions, resolve_base_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -69,6 +81,8 @@ class OpenaiSession(ResponsesClientSession):
 
     def __init__(self, request: SessionRequest, options: OpenaiOptions, credentials: Credentials) -> None:
         super().__init__(request, options, credentials, DEFAULT_BASE_URL)
+        self._endpoint = resolve_base_url(options, credentials)
+        self._base_url = self._endpoint.url
         self._options = options
         self._tool: dict[str, Any] = {
             "type": "function",
@@ -169,6 +183,21 @@ class OpenaiSession(ResponsesClientSession):
 
         return openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=0,
                                   timeout=self._timeout_s), Response
+
+    @property
+    def base_url(self) -> str:
+        """Where this session's requests go."""
+        return self._endpoint.url
+
+    async def _post(self, content: Any, headers: dict[str, str]) -> Any:
+        try:
+            return await super()._post(content, headers)
+        except ProviderRequestError as error:
+            if error.kind is not ProviderErrorKind.TRANSIENT or error.status is not None:
+                raise
+            # A connection failure or timeout: say which endpoint (the API key is never in it).
+            raise ProviderRequestError(error.kind, f"{error} at {self._endpoint}",
+                                       retry_after_s=error.retry_after_s) from None
 
     # --- ProviderSession ------------------------------------------------------------------
 
