@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -53,6 +55,32 @@ class InProcessChild:
         return await run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
 
 
+GROUP_DRAIN_S = 15.0
+"""After an operator's stop, how long the rest of a finished command's process group (a
+pilot still finishing its turn) may take before it is killed."""
+
+
+def _drain_group(pgid: int, stop: StopRequest | None) -> None:
+    """Leave nothing of the command's process group behind once the command has exited.
+
+    A lifecycle command that exits while members of its group still run (its wrapper died
+    on the forwarded stop, the pilot is still saving) must not leave them to write into the
+    rollout later: they get a bounded wait after a stop, then SIGKILL; without a stop they
+    are leaks and are killed at once.
+    """
+    deadline = time.monotonic() + (GROUP_DRAIN_S if stop is not None and stop.is_set() else 0.0)
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() >= deadline or (stop is not None and stop.immediate):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            return
+        time.sleep(0.1)
+
+
 def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path: Path, *,
                    stop: StopRequest | None = None) -> int:
     """Run a backend's lifecycle command with only the named variables; log to ``log_path``.
@@ -69,7 +97,9 @@ def run_subprocess(command: RolloutCommand, environ: Mapping[str, str], log_path
         if stop is not None:
             stop.register_group(process.pid)
         try:
-            return process.wait()
+            code = process.wait()
+            _drain_group(process.pid, stop)
+            return code
         except BaseException:
             # Interrupted controller: stop the rollout's whole process group, then re-raise.
             try:

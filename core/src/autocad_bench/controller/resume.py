@@ -186,6 +186,10 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
                 _restart(runner, batch_dir, entry, state)
             elif entry.action == "evaluate":
                 _evaluate_finished(runner, batch_dir, entry.rollout_id, environ)
+            elif entry.action == "complete" and runner.store.entry(entry.rollout_id).state != "done":
+                # It completed, whatever the state says: a pilot that outlived the stop or
+                # crash that closed it finished and wrote its own result afterwards.
+                _record_finished(runner, batch_dir, entry.rollout_id)
             elif runner.store.entry(entry.rollout_id).state not in TERMINAL_STATES:
                 # The rollout finished after its controller died (a subprocess child outlives
                 # it): record what it wrote, score and spend included, exactly as _record_end would.

@@ -195,6 +195,13 @@ def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker:
         if worker is not None and index != worker:
             continue
         path = _lease_path(settings, index)
+        owner = _read_lease(path)
+        if owner and owner.get("batch_id") == batch_id and owner.get("rollout_id") == rollout_id \
+                and not pid_alive(int(str(owner.get("pid", 0)))):
+            # This rollout's own earlier attempt died holding the worker: take it back. A
+            # stale lease of another rollout stays: resume may reconnect that rollout to it.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
