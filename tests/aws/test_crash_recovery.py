@@ -78,7 +78,8 @@ def test_sigkill_then_resume_reconnects_to_the_same_workers(aws: AwsEnv) -> None
     assert aws.live(batch_id) == []
 
 
-@pytest.mark.parametrize(("mode", "signum"), [("shared", signal.SIGINT), ("subprocess", signal.SIGTERM)])
+@pytest.mark.parametrize(("mode", "signum"), [
+    ("shared", signal.SIGINT), pytest.param("subprocess", signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_signal_hands_every_instance_back_and_resume_completes(aws: AwsEnv, mode: str, signum: int) -> None:
     """First signal on AWS: rollouts stop as interrupted, every instance is terminated, the
     process exits 128 + signal in time; resume runs the interrupted rollouts again to the end."""

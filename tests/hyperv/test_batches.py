@@ -143,7 +143,8 @@ def test_a_controller_killed_mid_batch_is_cleaned_up_by_reap_batch(lab: Lab, tmp
     assert second.cleaned == () and second.errors == ()
 
 
-@pytest.mark.parametrize(("mode", "signum"), [("shared", signal.SIGINT), ("subprocess", signal.SIGTERM)])
+@pytest.mark.parametrize(("mode", "signum"), [
+    pytest.param("shared", signal.SIGINT, marks=pytest.mark.slow), ("subprocess", signal.SIGTERM)])
 def test_a_signal_returns_every_vm_and_resume_completes(lab: Lab, tmp_path: Path, mode: str, signum: int) -> None:
     """First signal on the Hyper-V pool: running rollouts stop as interrupted, every VM is
     returned to the pool, exit 128 + signal in time; resume runs the batch to the end."""

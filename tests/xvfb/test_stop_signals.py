@@ -107,7 +107,10 @@ def _resume_to_completion(out: Path) -> subprocess.CompletedProcess[str]:
     return executed
 
 
-@pytest.mark.parametrize(("mode", "signum"), [("shared", signal.SIGINT), ("subprocess", signal.SIGTERM)])
+@pytest.mark.parametrize(("mode", "signum"), [
+    ("shared", signal.SIGINT),
+    # Subprocess-mode forwarding also runs by default: on AWS, Hyper-V and in the double-signal test.
+    pytest.param("subprocess", signal.SIGTERM, marks=pytest.mark.slow)])
 def test_one_signal_stops_within_bounds_and_the_batch_resumes_to_completion(
         tmp_path: Path, mode: str, signum: int) -> None:
     out = tmp_path / "out"
@@ -170,10 +173,12 @@ def test_a_second_sigint_tears_everything_down_at_once(tmp_path: Path) -> None:
     state = json.loads((out / "batch-state.json").read_text())
     assert state["status"] == "interrupted" and state["interruption"]["immediate"] is True
 
-    caught = [r["rollout_id"] for r in _rows(out).values() if r["state"] in ("starting", "running")]
+    # Caught in flight by the teardown: closed as interrupted from their checkpoints, by the
+    # controller when its worker threads got there before it exited, else by resume.
+    caught = [r["rollout_id"] for r in _rows(out).values()
+              if r["state"] in ("starting", "running") or r["failure_class"] == "interrupted"]
     assert len(caught) == 2, _rows(out)
-    # Caught in flight by the teardown: resume closes each attempt as interrupted with the
-    # spend its checkpoint recorded, keeps that spend, and runs the rollout again.
+    # Resume keeps each caught attempt's spend and runs the rollout again.
     _resume_to_completion(out)
     rows = _rows(out)
     for rollout_id in caught:

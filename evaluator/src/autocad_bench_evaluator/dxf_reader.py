@@ -250,7 +250,9 @@ def _strict(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
     from ezdxf.lldxf.tagger import ascii_tags_loader, binary_tags_loader
 
     if text is None:
-        return Drawing.load(census.wrap(binary_tags_loader(data)))
+        # Bytes that are not UTF-8 become U+FFFD, as in the ASCII path: ezdxf's default keeps
+        # them as lone surrogates, which no JSON encoder (metadata, scores) accepts.
+        return Drawing.load(census.wrap(binary_tags_loader(data, errors="replace")))
     return Drawing.load(census.wrap(ascii_tags_loader(io.StringIO(text.text))))
 
 
@@ -259,7 +261,8 @@ def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any
     from ezdxf.recover import Recover, _load_and_audit_document, bytes_loader
 
     if text is None:
-        tool = Recover.run(io.BytesIO(data), loader=lambda _stream: census.wrap(binary_tags_loader(data)))
+        tool = Recover.run(io.BytesIO(data),
+                           loader=lambda _stream: census.wrap(binary_tags_loader(data, errors="replace")))
     else:
         tool = Recover.run(io.BytesIO(for_recover(text)), loader=lambda stream: census.wrap(bytes_loader(stream)))
     doc, auditor = _load_and_audit_document(tool)
