@@ -26,7 +26,7 @@ desktop before; the rebuilt suite of about 300 instances (900 runs) should there
 20 minutes (not yet run end to end: its task folders were still being written). More workers
 than cores do not help (LibreCAD and Xvfb are CPU-bound) and make the fixed dialog waits of
 some solutions flaky. Other options (``--json``, ``--markdown``, ``--keep``,
-``--run-timeout``) are passed to ``python -m autocad_bench_evaluator.suite.validity``.
+``--run-timeout``) are passed to ``python -m autocad_bench_xvfb.suite_validity``.
 Exit status 1 on any unexpected outcome.
 """
 
@@ -49,7 +49,8 @@ from autocad_bench_evaluator.suite.validity import (  # noqa: E402
     per_family,
     run_validity,
 )
-from autocad_bench_evaluator.suite.validity import main as validity_main  # noqa: E402
+from autocad_bench_xvfb.suite_validity import LibreCADRig  # noqa: E402
+from autocad_bench_xvfb.suite_validity import main as validity_main  # noqa: E402
 
 
 def outcome(result: RunResult) -> tuple[object, ...]:
@@ -63,7 +64,7 @@ def compare(sample: list[str], workers: int) -> int:
     for count in sorted({1, workers}):
         print(f"{runs} runs on {count} worker(s) ...", file=sys.stderr, flush=True)
         started = time.monotonic()
-        results = run_validity(sample, VARIANTS, workers=count)
+        results = run_validity(sample, VARIANTS, workers=count, rig_factory=LibreCADRig)
         measured[count] = (time.monotonic() - started, results)
     base = measured[1][0]
     rows = []

@@ -340,3 +340,35 @@ def test_execute_needs_tasks_that_exist(tmp_path: Path, env: tuple[str, str]) ->
     assert code == 2
     assert err.splitlines()[0] == f"error: {path}: $.rollouts[0].task_id: task 't1' not found in {TASKS}"
     assert not (tmp_path / "out").exists()
+
+
+def test_options_are_validated_even_when_a_provider_skips_its_own_check(
+        tmp_path: Path, env: tuple[str, str]) -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    from autocad_bench.errors import Problem
+    from autocad_bench.plugins import default_registry, register_model_provider
+    from autocad_bench.providers.models import ModelSpec
+    from autocad_bench.providers.scripted import ScriptedProvider
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        script: str
+
+    class Lax(ScriptedProvider):
+        name = "lax-scripted"
+        options_model = Options
+
+        def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
+            return []  # forgets super(): admission must still hold the options contract
+
+    register_model_provider(Lax)
+    try:
+        config = pool_config([env[0]], tmp_path / "l")
+        config["rollouts"][0].update(provider="lax-scripted", provider_options={"script": "s", "speed": 2})
+        path = write(tmp_path, config)
+        code, _, err = run(["--config", str(path)])
+    finally:
+        default_registry().unregister("providers", "lax-scripted")
+    assert code == 2
+    assert err.strip() == f"error: {path}: $.rollouts[0].provider_options.speed: unknown field"

@@ -30,8 +30,11 @@ def test_every_hook_spec_is_documented() -> None:
 
 def test_hook_groups_cover_all_specs() -> None:
     grouped = set(hookspecs.INFRASTRUCTURE_HOOKS + hookspecs.RECOVERY_HOOKS
-                  + hookspecs.PROVIDER_HOOKS + hookspecs.OBSERVER_HOOKS)
+                  + hookspecs.PROVIDER_HOOKS + hookspecs.EVALUATOR_HOOKS + hookspecs.OBSERVER_HOOKS)
     assert grouped == set(_spec_names())
+    assert len(grouped) == sum(map(len, (hookspecs.INFRASTRUCTURE_HOOKS, hookspecs.RECOVERY_HOOKS,
+                                         hookspecs.PROVIDER_HOOKS, hookspecs.EVALUATOR_HOOKS,
+                                         hookspecs.OBSERVER_HOOKS))), "a hook is in two groups"
 
 
 def test_every_hook_spec_has_a_docstring() -> None:

@@ -29,6 +29,7 @@ import shutil
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 from autocad_bench_evaluator.suite import registry, validity
@@ -67,7 +68,10 @@ def family_results(
         if getattr(item, "originalname", None) == "test_family_representative_outcome" and hasattr(item, "callspec")
     }
     tasks = [task_id for task_id in FAMILY_TASKS if task_id in selected]
-    results = run_validity(tasks, VARIANTS, workers=WORKERS, workdir=tmp_path_factory.mktemp("suite-validity"))
+    from autocad_bench_xvfb.suite_validity import LibreCADRig
+
+    results = run_validity(tasks, VARIANTS, workers=WORKERS, workdir=tmp_path_factory.mktemp("suite-validity"),
+                           rig_factory=LibreCADRig)
     assert [(r.task_id, r.variant) for r in results] == [(t, v) for t in tasks for v in VARIANTS]
     return {(r.task_id, r.variant): r for r in results}
 
@@ -185,6 +189,13 @@ class FakeRig:
     def close(self) -> None:
         pass
 
+    killed: ClassVar[list[tuple[str, str | None]]] = []
+
+    @staticmethod
+    def kill_leftovers(marker: str, display: str | None) -> list[int]:
+        FakeRig.killed.append((marker, display))
+        return []
+
 
 def test_scheduler_orders_results_and_survives_a_crashed_and_a_hung_worker(tmp_path: Path) -> None:
     tasks = loadable_tasks()[:5]
@@ -200,3 +211,12 @@ def test_scheduler_orders_results_and_survives_a_crashed_and_a_hung_worker(tmp_p
     assert all(r.error is not None and r.error.startswith("fake run in ") for r in by_run.values()), by_run
     pids = {r.error for r in by_run.values()}
     assert len(pids) >= 3  # two workers plus at least one replacement
+    # The crashed and the hung worker each had their leftovers killed by the rig's factory.
+    assert len(FakeRig.killed) >= 2 and {display for _, display in FakeRig.killed} == {":fake"}
+    assert len({marker for marker, _ in FakeRig.killed}) == len(FakeRig.killed)
+
+
+def test_the_evaluator_alone_has_no_desktop_and_says_where_the_command_went(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert validity.main(["--tasks", "x"]) == 2
+    assert "python -m autocad_bench_xvfb.suite_validity" in capsys.readouterr().err

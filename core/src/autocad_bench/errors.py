@@ -42,5 +42,31 @@ class PluginError(UserError):
     """A plugin cannot be found, loaded or registered (unknown name, duplicate, bad hooks)."""
 
 
+def missing_extra_message(what: str, extra: str, installed: Iterable[str] | None = None) -> str:
+    """The one wording of "this needs an extra".
+
+    ``{what} is not installed: pip install "autocad-bench[{extra}]"``, followed by
+    `` (installed: a, b)`` when the caller knows what is installed instead.
+    """
+    message = f'{what} is not installed: pip install "autocad-bench[{extra}]"'
+    if installed is not None:
+        message += f" (installed: {', '.join(installed) or 'none'})"
+    return message
+
+
+class MissingExtraError(PluginError):
+    """A feature needs a distribution that is not installed; the message names the extra.
+
+    Raised (or its :attr:`message` reported) wherever a selected backend, provider,
+    evaluator or command lives in a distribution the user has not installed.
+    """
+
+    def __init__(self, what: str, extra: str, installed: Iterable[str] | None = None) -> None:
+        self.what = what
+        self.extra = extra
+        self.message = missing_extra_message(what, extra, installed)
+        super().__init__(self.message)
+
+
 class RecoveryNotSupportedError(PluginError):
     """The selected backend does not implement the interrupted-run recovery protocol."""

@@ -1,13 +1,18 @@
 """Hook specifications of autocad-bench (pluggy project name ``autocad_bench``).
 
-Three kinds of plugins implement these hooks:
+Four kinds of plugins implement these hooks:
 
 * **infrastructure backends** (entry-point group ``autocad_bench.infrastructure``) implement
   the lifecycle hooks and, optionally, the recovery hooks;
 * **model providers** (group ``autocad_bench.providers``) implement the provider hooks;
+* **evaluators** (group ``autocad_bench.evaluators``) score drawings and check the gold
+  cache; core calls them by name and never imports one;
 * **observers** (group ``autocad_bench.observers``) implement any of the observer hooks.
 
-Lifecycle, recovery and provider hooks are *routed*: the controller calls them on the one
+The hook names of each group (``INFRASTRUCTURE_HOOKS`` and so on, at the end of the module)
+are collected from the specifications as they are defined.
+
+Lifecycle, recovery, provider and evaluator hooks are *routed*: the controller calls them on the one
 plugin a configuration selects, and each returns a single value (``firstresult``). Observer
 hooks are *broadcast* to every registered implementation and return nothing.
 
@@ -19,12 +24,16 @@ batch starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
 if TYPE_CHECKING:
+    import click
+
     from autocad_bench.errors import Problem
+    from autocad_bench.evaluators import DrawingEvaluationRequest, GoldCacheCheckRequest
     from autocad_bench.events import (
         BatchEvent,
         ModelTurnEvent,
@@ -55,44 +64,31 @@ if TYPE_CHECKING:
 
 PROJECT_NAME = "autocad_bench"
 
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+_marker = pluggy.HookspecMarker(PROJECT_NAME)
 
-INFRASTRUCTURE_HOOKS = (
-    "validate_spec",
-    "preflight",
-    "build_rollout_command",
-    "run_shared",
-    "create_trace_publisher",
-    "reap_batch",
-)
-RECOVERY_HOOKS = (
-    "validate_recovery_spec",
-    "create_recovery_session",
-    "list_active_workers",
-    "worker_id_from_log",
-    "worker_status",
-    "build_recovery_command",
-    "terminate_worker",
-)
-PROVIDER_HOOKS = (
-    "validate_model_spec",
-    "credential_names",
-    "check_model_catalog",
-    "open_session",
-)
-OBSERVER_HOOKS = (
-    "batch_started",
-    "batch_finished",
-    "rollout_state_changed",
-    "model_turn_recorded",
-)
+# Hook names by group, filled by the decorators below in definition order: the lists are
+# derived from the specifications themselves, so a new hook cannot be forgotten in them.
+_GROUPS: dict[str, list[str]] = {
+    "infrastructure": [], "recovery": [], "providers": [], "evaluators": [], "observers": []}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _spec(group: str, *, broadcast: bool = False) -> Callable[[_F], _F]:
+    """Mark a hook specification and file it under ``group`` (routed unless ``broadcast``)."""
+
+    def mark(function: _F) -> _F:
+        _GROUPS[group].append(function.__name__)
+        return _marker(firstresult=not broadcast)(function)
+
+    return mark
 
 
 # --- infrastructure lifecycle (called in this order) -------------------------------------
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def validate_spec(spec: InfrastructureSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
     """Check the ``infrastructure`` configuration without touching any external system.
 
@@ -103,7 +99,7 @@ def validate_spec(spec: InfrastructureSpec, location: str) -> list[Problem]:  # 
     """
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def preflight(request: PreflightRequest) -> PreflightReport:  # type: ignore[empty-body]
     """Run read-only capacity and worker-image checks; never create or change anything.
 
@@ -114,7 +110,7 @@ def preflight(request: PreflightRequest) -> PreflightReport:  # type: ignore[emp
     """
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def build_rollout_command(request: RolloutLaunchRequest) -> RolloutCommand:  # type: ignore[empty-body]
     """Wrap ``request.child_command`` in one command that owns the worker lifecycle.
 
@@ -125,7 +121,7 @@ def build_rollout_command(request: RolloutLaunchRequest) -> RolloutCommand:  # t
     """
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def run_shared(request: RolloutLaunchRequest, child: SharedChild) -> int:  # type: ignore[empty-body]
     """Run the same lifecycle in-process and return the exit code subprocess mode would give.
 
@@ -135,7 +131,7 @@ def run_shared(request: RolloutLaunchRequest, child: SharedChild) -> int:  # typ
     """
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def create_trace_publisher(request: TracePublisherRequest) -> TracePublisher | None:
     """Return a publisher that mirrors live artifacts, or ``None`` if this backend has none.
 
@@ -143,7 +139,7 @@ def create_trace_publisher(request: TracePublisherRequest) -> TracePublisher | N
     """
 
 
-@hookspec(firstresult=True)
+@_spec("infrastructure")
 def reap_batch(request: ReapRequest) -> ReapReport:  # type: ignore[empty-body]
     """Best-effort, idempotent cleanup of everything the batch may have left behind.
 
@@ -155,37 +151,37 @@ def reap_batch(request: ReapRequest) -> ReapReport:  # type: ignore[empty-body]
 # --- interrupted-run recovery (optional second protocol) ---------------------------------
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def validate_recovery_spec(spec: InfrastructureSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
     """Validate reconnect-only settings; return every problem (empty list when valid)."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def create_recovery_session(spec: InfrastructureSpec) -> Any:
     """Create the recovery control-plane client passed as ``session`` to the hooks below."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def list_active_workers(session: Any, request: ActiveWorkersRequest) -> dict[str, str]:  # type: ignore[empty-body]
     """Map rollout ids of the batch to backend worker ids (read-only)."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def worker_id_from_log(log_text: str) -> str | None:
     """Find a worker id in a rollout log of a run that predates durable worker indexing."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def worker_status(session: Any, worker_id: str) -> WorkerStatus:  # type: ignore[empty-body]
     """Tell whether a discovered worker exists and can be reconnected (read-only)."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def build_recovery_command(request: RecoveryLaunchRequest) -> RolloutCommand:  # type: ignore[empty-body]
     """Wrap the neutral resume command so it reconnects to ``request.worker_id``."""
 
 
-@hookspec(firstresult=True)
+@_spec("recovery")
 def terminate_worker(session: Any, worker_id: str) -> bool:  # type: ignore[empty-body]
     """Idempotently release a completed or exhausted worker; return ``True`` once it is gone."""
 
@@ -193,22 +189,22 @@ def terminate_worker(session: Any, worker_id: str) -> bool:  # type: ignore[empt
 # --- model providers ---------------------------------------------------------------------
 
 
-@hookspec(firstresult=True)
+@_spec("providers")
 def validate_model_spec(model: ModelSpec, location: str) -> list[Problem]:  # type: ignore[empty-body]
     """Check a rollout's model id and provider options offline; return every problem."""
 
 
-@hookspec(firstresult=True)
+@_spec("providers")
 def credential_names(model: ModelSpec) -> list[str]:  # type: ignore[empty-body]
     """Names of the environment variables this model needs (names only, never values)."""
 
 
-@hookspec(firstresult=True)
+@_spec("providers")
 def check_model_catalog(models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:  # type: ignore[empty-body]
     """Look the models up in the provider's live catalog (read-only, may use the network)."""
 
 
-@hookspec(firstresult=True)
+@_spec("providers")
 def open_session(request: SessionRequest, credentials: Credentials) -> ProviderSession:  # type: ignore[empty-body]
     """Create the per-rollout session that turns observations into action turns.
 
@@ -216,24 +212,60 @@ def open_session(request: SessionRequest, credentials: Credentials) -> ProviderS
     """
 
 
+# --- evaluators ------------------------------------------------------------------------
+
+
+@_spec("evaluators")
+def evaluate_drawing(request: DrawingEvaluationRequest) -> int:  # type: ignore[empty-body]
+    """Score one rollout's checkpointed drawing against the gold cache; return an exit code.
+
+    Called by the trusted evaluation stage (:func:`autocad_bench.evaluation.evaluate_rollout`)
+    on the machine that holds the drawing, after the child exited and before cleanup. Write
+    the verdict and ``status.json`` into ``request.output_dir``. Return 0 when the evaluation
+    itself worked (a missing or unreadable drawing is a valid verdict: score 0), nonzero when
+    it could not be made (broken gold cache, failing judge). Must not raise for those.
+    """
+
+
+@_spec("evaluators")
+def check_gold_cache(request: GoldCacheCheckRequest) -> list[str]:  # type: ignore[empty-body]
+    """Verify the gold-cache entries a batch needs (admission step 5); one message per problem.
+
+    Read-only. An empty list means every entry of ``request.task_ids`` is present, intact and
+    built by ``request.evaluator_version``.
+    """
+
+
+@_spec("evaluators")
+def evaluator_commands() -> list[click.Command]:  # type: ignore[empty-body]
+    """Extra ``autocad-bench`` subcommands this evaluator offers (for example ``tasks``)."""
+
+
 # --- observers (broadcast to every implementation) ---------------------------------------
 
 
-@hookspec
+@_spec("observers", broadcast=True)
 def batch_started(event: BatchEvent) -> None:
     """A batch passed admission and is about to start its first sandbox."""
 
 
-@hookspec
+@_spec("observers", broadcast=True)
 def batch_finished(event: BatchEvent) -> None:
     """Every rollout of the batch ended and cleanup ran."""
 
 
-@hookspec
+@_spec("observers", broadcast=True)
 def rollout_state_changed(event: RolloutStateEvent) -> None:
     """A rollout moved between queued, starting, running, evaluating, done and failed."""
 
 
-@hookspec
+@_spec("observers", broadcast=True)
 def model_turn_recorded(event: ModelTurnEvent) -> None:
     """A model turn (request, response, usage, validation outcome) was written to the trace."""
+
+
+INFRASTRUCTURE_HOOKS: tuple[str, ...] = tuple(_GROUPS["infrastructure"])
+RECOVERY_HOOKS: tuple[str, ...] = tuple(_GROUPS["recovery"])
+PROVIDER_HOOKS: tuple[str, ...] = tuple(_GROUPS["providers"])
+EVALUATOR_HOOKS: tuple[str, ...] = tuple(_GROUPS["evaluators"])
+OBSERVER_HOOKS: tuple[str, ...] = tuple(_GROUPS["observers"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -9,11 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 # A JSON object whose values are any JSON (used for backend settings and provider options).
 JsonObject = dict[str, JsonValue]
 
-# Identifiers that also become file and directory names: no separators, no traversal.
-Identifier = Annotated[
-    str,
-    Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description="letters, digits, . _ -"),
-]
+IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+"""The one pattern of names that also become file and directory names (rollout, task, batch,
+session and artifact names): one path segment, no separators, no leading dot, at most 128."""
+IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
+
+Identifier = Annotated[str, Field(pattern=IDENTIFIER_PATTERN, description="letters, digits, . _ -")]
 
 # Environment variable names (never their values).
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]

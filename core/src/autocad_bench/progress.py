@@ -43,6 +43,7 @@ from rich.text import Text
 
 from autocad_bench.dashboard.reader import ACTIVE_STATES, STATES, BatchInfo, RolloutRow, RunsRoot
 from autocad_bench.events import BatchEvent, RolloutStateEvent
+from autocad_bench.harness.layout import BatchPaths
 from autocad_bench.observers import Observer
 
 Mode = Literal["auto", "live", "plain", "off"]
@@ -175,7 +176,7 @@ class BatchProgress(Observer):
 
     def snapshot(self) -> BatchInfo | None:
         """The batch as the dashboard reads it (None until batch-state.json exists)."""
-        if not (self.output_dir / "batch-state.json").is_file():
+        if not BatchPaths(self.output_dir).state.is_file():
             return None
         if self._root is None:
             self._root = RunsRoot(self.output_dir)

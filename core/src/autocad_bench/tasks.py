@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from autocad_bench.errors import ConfigError, Problem
-from autocad_bench.models import StrictModel
+from autocad_bench.models import IDENTIFIER_PATTERN, StrictModel
 from autocad_bench.validation import problems_from_validation_error
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -23,7 +23,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 class TaskSpec(StrictModel):
     """``task.json``: what the model is asked to draw and which files belong to the task."""
 
-    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    task_id: str = Field(pattern=IDENTIFIER_PATTERN)
     title: str = Field(min_length=1)
     prompt: str = Field(min_length=1)
     units: str = "millimeters"

@@ -55,7 +55,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from autocad_bench.models import Identifier, StrictModel
+from autocad_bench.models import IDENTIFIER_PATTERN, Identifier, StrictModel
 
 SchemaVersion = Literal[3, 4]
 """Drawing metadata schema: 3 = 2D entities with model/layout spaces, 4 = adds 3D extents."""
@@ -171,7 +171,7 @@ def load_scoring_spec(path: Path) -> ScoringSpec:
 class GoldEntry(StrictModel):
     """One checksummed file of a gold-cache entry (a name inside the entry directory)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    name: str = Field(pattern=IDENTIFIER_PATTERN)
     sha256: Sha256
     size: int = Field(ge=0)
 

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import JsonValue
 
+from autocad_bench.providers.models import TokenUsage
 from autocad_bench.testing.wire import RecordedRequest, Reply, WireServer
 
 IMAGE_TOKENS = 1600
@@ -124,6 +125,16 @@ class MessagesWire(WireServer):
             parsed = {}
         return Reply.json(self.message_body([self.tool_use_block(parsed, call_id=call_id)],
                                             stop_reason="max_tokens", usage=usage))
+
+    def refusal_reply(self, text: str, *, usage: Mapping[str, Any] | None = None) -> Reply:
+        """A response the model ended with ``stop_reason: refusal`` (its text, no tool call)."""
+        return Reply.json(self.message_body([{"type": "text", "text": text}], stop_reason="refusal", usage=usage))
+
+    def billed_usage(self) -> TokenUsage:
+        """Messages counts uncached input, cache reads and cache writes apart."""
+        u = self.usage
+        return TokenUsage(input_tokens=u["input_tokens"], cached_input_tokens=u["cache_read_input_tokens"],
+                          cache_write_tokens=u["cache_creation_input_tokens"], output_tokens=u["output_tokens"])
 
     def error_reply(self, status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Reply:
         return Reply.json(

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 from aiohttp import web
 from pydantic import JsonValue
 
+from autocad_bench.providers.models import TokenUsage
 from autocad_bench.testing.wire import ExtraHandler, RecordedRequest, Reply, ReplySource, WireServer
 
 ERROR_CODES = {
@@ -62,6 +63,16 @@ class ConverseWire(WireServer):
     def malformed_arguments_reply(self, raw: str, *, call_id: str) -> Reply:
         use = {"toolUse": {"toolUseId": call_id, "name": "computer_action", "input": raw}}
         return Reply.json(self.body([use], "tool_use"))
+
+    def refusal_reply(self, text: str) -> Reply:
+        """A response stopped by the content filter (``stopReason: content_filtered``), text only."""
+        return Reply.json(self.body([{"text": text}], "content_filtered"))
+
+    def billed_usage(self) -> TokenUsage:
+        """Converse reports cache reads and writes apart from ``inputTokens``."""
+        u = self.usage
+        return TokenUsage(input_tokens=u["inputTokens"], cached_input_tokens=u["cacheReadInputTokens"],
+                          cache_write_tokens=u["cacheWriteInputTokens"], output_tokens=u["outputTokens"])
 
     def error_reply(self, status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Reply:
         code = ERROR_CODES.get(status, "InternalServerException" if status >= 500 else "ValidationException")

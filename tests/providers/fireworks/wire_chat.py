@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import JsonValue
 
+from autocad_bench.providers.models import TokenUsage
 from autocad_bench.testing.wire import ExtraHandler, RecordedRequest, Reply, ReplySource, WireServer
 
 DEFAULT_USAGE = {"prompt_tokens": 1500, "cached_tokens": 1000, "completion_tokens": 60, "reasoning_tokens": 20}
@@ -94,6 +95,17 @@ class ChatCompletionsWire(WireServer):
 
     def malformed_arguments_reply(self, raw: str, *, call_id: str, usage: Mapping[str, int] | None = None) -> Reply:
         return self.reply(self.completion(self._message(None, [self.call(raw, call_id)], None), usage=usage))
+
+    def refusal_reply(self, text: str, *, usage: Mapping[str, int] | None = None) -> Reply:
+        """A message with ``refusal`` set, no content and no tool call."""
+        message = {**self._message(None, None, None), "refusal": text}
+        return self.reply(self.completion(message, finish_reason="stop", usage=usage))
+
+    def billed_usage(self) -> TokenUsage:
+        """Cached tokens are part of ``prompt_tokens``, reasoning tokens part of ``completion_tokens``."""
+        u = self.usage
+        return TokenUsage(input_tokens=u["prompt_tokens"] - u["cached_tokens"], cached_input_tokens=u["cached_tokens"],
+                          output_tokens=u["completion_tokens"], reasoning_tokens=u["reasoning_tokens"])
 
     def extra_routes(self) -> Mapping[tuple[str, str], ExtraHandler]:
         return {("GET", "/models"): self._list_models}

@@ -31,7 +31,8 @@ from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.config.secrets import literal_credentials
 from autocad_bench.config.trials import PlannedRollout, active_entries
 from autocad_bench.costs.pricing import ModelPrice, PricingError, load_pricing, price_for
-from autocad_bench.errors import ConfigError, PluginError, Problem
+from autocad_bench.errors import ConfigError, PluginError, Problem, missing_extra_message
+from autocad_bench.evaluators import GoldCacheCheckRequest, select_evaluator
 from autocad_bench.infrastructure.models import (
     REJECTED_BROKER_VERSIONS,
     SUPPORTED_BROKER_VERSIONS,
@@ -42,6 +43,7 @@ from autocad_bench.infrastructure.models import (
 from autocad_bench.plugins.host import PluginHandle, PluginHost
 from autocad_bench.plugins.kinds import KINDS
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec
+from autocad_bench.providers.options import validate_options
 from autocad_bench.tasks import load_task
 
 
@@ -118,7 +120,7 @@ def admit(
     ]
     names, credentials_check = _credentials(loaded, enabled, providers, environ)
     checks.append(credentials_check)
-    checks.extend(_gold_cache(loaded, enabled))
+    checks.extend(_gold_cache(loaded, enabled, host))
     checks.append(AdmissionCheck(step=6, name="broker_version", passed=True,
                                  reason=f"{config.infrastructure.broker_version} is supported"))
     preflight = _preflight(loaded, enabled, backend, options)
@@ -301,10 +303,9 @@ def _unknown_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEnt
         if entry.provider in installed or entry.provider in unknown:
             continue
         unknown.add(entry.provider)
-        message = f"unknown provider {entry.provider!r} (installed: {', '.join(installed) or 'none'})"
         extra = KINDS["providers"].extras.get(entry.provider)
-        if extra:
-            message += f'; install it with pip install "autocad-bench[{extra}]"'
+        message = (missing_extra_message(f"provider {entry.provider!r}", extra, installed) if extra else
+                   f"unknown provider {entry.provider!r} (installed: {', '.join(installed) or 'none'})")
         problems.append(Problem(loaded.at(f"$.rollouts[{index}].provider"), message))
     return unknown, problems
 
@@ -325,9 +326,17 @@ def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]
                 failed.add(entry.provider)
                 problems += [Problem(f"{where}.provider", str(p)) for p in error.problems]
                 continue
-        problems += providers[entry.provider].call(
-            "validate_model_spec", model=model_spec(entry, loaded.path.parent), location=where
-        ) or []
+        handle = providers[entry.provider]
+        found = list(handle.call("validate_model_spec", model=model_spec(entry, loaded.path.parent),
+                                 location=where) or [])
+        # The options contract holds even for a provider whose own validate_model_spec skips
+        # it (an override that does not call super()): core validates through options_model.
+        options_model = getattr(handle.plugin, "options_model", None)
+        if options_model is not None:
+            option_problems, _ = validate_options(options_model, entry.provider_options,
+                                                  f"{where}.provider_options")
+            found += [p for p in option_problems if p not in found]
+        problems += found
     return providers, problems
 
 
@@ -400,20 +409,20 @@ def _users(users: Mapping[str, int]) -> str:
 # --- step 5 ------------------------------------------------------------------------------
 
 
-def _gold_cache(loaded: LoadedConfig, enabled: list[PlannedRollout]) -> list[AdmissionCheck]:
+def _gold_cache(loaded: LoadedConfig, enabled: list[PlannedRollout], host: PluginHost) -> list[AdmissionCheck]:
     evaluation = loaded.config.evaluation
     if not evaluation.enabled:
         return [AdmissionCheck(step=5, name="gold_cache", passed=True,
                                reason="evaluation disabled: no gold cache needed")]
     try:
-        from autocad_bench_evaluator.gold_cache import check_gold_cache
-    except ImportError:
+        evaluator = select_evaluator(evaluation.evaluator, host)
+    except PluginError as error:
         return [AdmissionCheck(step=5, name="gold_cache", passed=False,
-                               reason='evaluation is enabled but the evaluator is not installed: '
-                                      'pip install "autocad-bench[evaluator]"')]
+                               reason=f"evaluation is enabled but {error}")]
     root = loaded.gold_cache
-    tasks = list(dict.fromkeys(r.task_id for r in enabled))
-    problems = check_gold_cache(root, str(evaluation.evaluator_version), tasks) if root else []
+    tasks = tuple(dict.fromkeys(r.task_id for r in enabled))
+    problems: list[str] = evaluator.call("check_gold_cache", request=GoldCacheCheckRequest(
+        root=root, evaluator_version=str(evaluation.evaluator_version), task_ids=tasks)) if root else []
     return [AdmissionCheck(
         step=5, name="gold_cache", passed=not problems,
         reason="; ".join(problems) if problems else

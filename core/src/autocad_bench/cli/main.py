@@ -14,6 +14,8 @@ from autocad_bench.cli.models import models_command
 from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
 from autocad_bench.dashboard.cli import dashboard_command, report_command
+from autocad_bench.errors import PluginError, missing_extra_message
+from autocad_bench.evaluators import DEFAULT_EVALUATOR, select_evaluator
 from autocad_bench.plugins import PluginHost
 from autocad_bench.plugins.kinds import KINDS
 
@@ -36,14 +38,15 @@ cli.add_command(leaderboard_command)
 
 
 class _LazyTasks(click.Group):
-    """``tasks`` lives in the evaluator distribution; load it only when it is used."""
+    """``tasks`` comes from the evaluator plugin (core never imports it); loaded only when used."""
 
     def _real(self) -> click.Group | None:
         try:
-            from autocad_bench_evaluator.tasks_cli import tasks_group
-        except ImportError:
+            evaluator = select_evaluator(DEFAULT_EVALUATOR)
+        except PluginError:
             return None
-        return tasks_group
+        commands: list[click.Command] = evaluator.call("evaluator_commands")
+        return next((c for c in commands if c.name == "tasks" and isinstance(c, click.Group)), None)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         real = self._real()
@@ -52,7 +55,7 @@ class _LazyTasks(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         real = self._real()
         if real is None:
-            raise click.UsageError('the task suite is in the evaluator: pip install "autocad-bench[evaluator]"')
+            raise click.UsageError(missing_extra_message("the task suite (autocad-bench-evaluator)", "evaluator"))
         return real.get_command(ctx, name)
 
 

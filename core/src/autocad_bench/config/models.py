@@ -44,6 +44,9 @@ class EvaluationConfig(StrictModel):
     """Trusted post-rollout evaluation. Disable only for deliberate unevaluated runs."""
 
     enabled: bool = Field(default=True, strict=True)
+    evaluator: Identifier = Field(
+        default="standard", description="the evaluator plugin (entry-point group autocad_bench.evaluators) "
+        "that scores drawings; \"standard\" is autocad-bench-evaluator")
     evaluator_version: str | None = None
     gold_cache: str | None = None
     bucket: str | None = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.errors import ConfigError, Problem
+from autocad_bench.harness.layout import BatchPaths
 
 
 def select_failed(loaded: LoadedConfig, previous: Path, classes: set[str]) -> LoadedConfig:
@@ -20,7 +21,7 @@ def select_failed(loaded: LoadedConfig, previous: Path, classes: set[str]) -> Lo
     new attempt ids. Raises :class:`ConfigError` when nothing matches, when the earlier
     batch ran rollouts this configuration does not plan, or when its state cannot be read.
     """
-    state_path = previous / "batch-state.json"
+    state_path = BatchPaths(previous).state
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))
         failed = {r["rollout_id"] for r in state["rollouts"] if r.get("failure_class") in classes}

@@ -54,7 +54,7 @@ from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cos
 from autocad_bench.costs.concurrency import ActiveRolloutRegistry
 from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
 from autocad_bench.harness.assignment import PilotAssignment
-from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.layout import BatchPaths, RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult, RunState
 from autocad_bench.harness.trace import utcnow
 from autocad_bench.infrastructure.models import (
@@ -117,10 +117,10 @@ class BatchRunner:
     def run(self) -> int:
         """Create the output tree, run every rollout, reconcile; 0 when every rollout completed."""
         self.output_dir.mkdir(parents=True)
-        (self.output_dir / "logs").mkdir()
-        (self.output_dir / "rollouts").mkdir()
-        atomic_write_json(self.output_dir / "admission.json", self.admission.report.model_dump(mode="json"))
-        self.store = BatchStateStore(self.output_dir / "batch-state.json", self._initial_state())
+        BatchPaths(self.output_dir).logs.mkdir()
+        BatchPaths(self.output_dir).rollouts.mkdir()
+        atomic_write_json(BatchPaths(self.output_dir).admission, self.admission.report.model_dump(mode="json"))
+        self.store = BatchStateStore(BatchPaths(self.output_dir).state, self._initial_state())
         self._write_trace_publisher()
         return self.execute({entry.rollout_id: None for entry in self.enabled})
 
@@ -169,8 +169,8 @@ class BatchRunner:
             if lease is not None:
                 self._registry.release(lease)  # type: ignore[union-attr]
             return
-        paths = RolloutPaths(self.output_dir / "rollouts" / rollout_id)
-        log_path = self.output_dir / "logs" / f"{rollout_id}.log"
+        paths = BatchPaths(self.output_dir).rollout(rollout_id)
+        log_path = BatchPaths(self.output_dir).log(rollout_id)
         started = time.monotonic()
         # A re-attached desktop has been running (and billed) since its first start: its
         # time counts from then, through the controller's crash, not from the reconnection.
@@ -235,7 +235,8 @@ class BatchRunner:
             spec=self.config.infrastructure, child_command=child_command(paths.root), output_dir=paths.root,
             log_path=log_path,
             evaluation=EvaluationArguments(
-                enabled=evaluation.enabled, task_id=entry.task_id, evaluator_version=evaluation.evaluator_version,
+                enabled=evaluation.enabled, task_id=entry.task_id, evaluator=evaluation.evaluator,
+                evaluator_version=evaluation.evaluator_version,
                 gold_cache=str(self.loaded.gold_cache) if self.loaded.gold_cache else None,
                 bucket=evaluation.bucket,
                 judge_model=evaluation.judge.model if evaluation.judge and evaluation.judge.enabled else None,
@@ -344,7 +345,7 @@ class BatchRunner:
             for entry in self.store.state.rollouts:
                 if entry.state not in ("starting", "running"):
                     continue
-                paths = RolloutPaths(self.output_dir / "rollouts" / entry.rollout_id)
+                paths = BatchPaths(self.output_dir).rollout(entry.rollout_id)
                 target: RolloutState | None = None
                 if paths.result.exists() and self.config.evaluation.enabled:
                     target = "evaluating"

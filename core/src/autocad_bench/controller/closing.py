@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from autocad_bench.costs import hourly_rate, infrastructure_cost
 from autocad_bench.costs.budget import BudgetState
 from autocad_bench.harness.checkpoints import load_checkpoint
-from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.layout import BatchPaths, RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.harness.trace import utcnow
 from autocad_bench.storage import atomic_write_json
@@ -45,7 +45,7 @@ def close_from_checkpoint(runner: BatchRunner, rollout_id: str, failure: Failure
     from autocad_bench.controller.batch import assigned_provenance
 
     rollout = runner.store.entry(rollout_id)
-    paths = RolloutPaths(runner.output_dir / "rollouts" / rollout_id)
+    paths = BatchPaths(runner.output_dir).rollout(rollout_id)
     checkpoint = load_checkpoint(paths)
     budget = checkpoint.budget if checkpoint is not None else BudgetState()
     if seconds is None:

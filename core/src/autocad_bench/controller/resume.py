@@ -32,7 +32,7 @@ from autocad_bench.controller.summary import build_summary, print_summary, read_
 from autocad_bench.costs import hourly_rate, infrastructure_cost
 from autocad_bench.errors import ConfigError, Problem, UserError
 from autocad_bench.evaluation import evaluate_rollout
-from autocad_bench.harness.layout import RolloutPaths
+from autocad_bench.harness.layout import BatchPaths, RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.harness.trace import utcnow
 from autocad_bench.infrastructure.models import ActiveWorkersRequest, InfrastructureSpec
@@ -78,7 +78,7 @@ class ResumePlan(StrictModel):
 
 
 def load_batch_state(batch_dir: Path) -> BatchState:
-    path = batch_dir / "batch-state.json"
+    path = BatchPaths(batch_dir).state
     try:
         return BatchState.model_validate_json(path.read_bytes())
     except FileNotFoundError:
@@ -97,7 +97,7 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
     workers: dict[str, str] | None = None
     session = None
     for rollout in state.rollouts:
-        paths = RolloutPaths(batch_dir / "rollouts" / rollout.rollout_id)
+        paths = BatchPaths(batch_dir).rollout(rollout.rollout_id)
         base = {"rollout_id": rollout.rollout_id, "assignment_id": rollout.assignment_id or rollout.rollout_id,
                 "trial": rollout.trial, "infrastructure_backend": rollout.infrastructure_backend,
                 "infrastructure": state.infrastructure}
@@ -171,7 +171,7 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
         failed = [f"{c.name}: {c.reason}" for c in admission.report.checks if not c.passed]
         raise UserError([Problem("resume admission", line) for line in failed])
     runner = BatchRunner(loaded, admission, budgets, batch_dir, host=host, environ=environ, batch_id=state.batch_id)
-    runner.store = BatchStateStore(batch_dir / "batch-state.json", state.model_copy(
+    runner.store = BatchStateStore(BatchPaths(batch_dir).state, state.model_copy(
         update={"status": "running", "finished_at": None, "interruption": None}))
 
     def continue_plan() -> int:
@@ -236,7 +236,7 @@ def _result(paths: RolloutPaths) -> RolloutResult | None:
 def _legacy_logs(batch_dir: Path, known: dict[str, str], backend: PluginHandle) -> list[tuple[str, str]]:
     """Worker ids from rollout logs of runs that predate durable worker indexing."""
     found = []
-    for log in sorted((batch_dir / "logs").glob("*.log")):
+    for log in sorted(BatchPaths(batch_dir).logs.glob("*.log")):
         rollout_id = log.stem
         if rollout_id in known:
             continue
@@ -266,7 +266,7 @@ def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state
     Safe to repeat after a crash at any point: the attempt is recorded once (by its attempt
     id) before its files move, and a move already made is not made again.
     """
-    paths = RolloutPaths(batch_dir / "rollouts" / entry.rollout_id)
+    paths = BatchPaths(batch_dir).rollout(entry.rollout_id)
     if _result(paths) is None and paths.root.exists():
         _close_lost(runner, batch_dir, entry, state)  # caught in flight: give the attempt its end first
     result = _result(paths)
@@ -298,8 +298,8 @@ def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state
 
 def _evaluate_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str, environ: Mapping[str, str]) -> None:
     """Score a rollout that finished but whose evaluation never completed, then record it."""
-    paths = RolloutPaths(batch_dir / "rollouts" / rollout_id)
-    log_path = batch_dir / "logs" / f"{rollout_id}.log"
+    paths = BatchPaths(batch_dir).rollout(rollout_id)
+    log_path = BatchPaths(batch_dir).log(rollout_id)
     planned = next((p for p in runner.enabled if p.rollout_id == rollout_id), None)
     if planned is not None:
         runner.store.update_rollout(rollout_id, state="evaluating")
@@ -311,7 +311,7 @@ def _evaluate_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str, en
 
 
 def _record_finished(runner: BatchRunner, batch_dir: Path, rollout_id: str) -> None:
-    paths = RolloutPaths(batch_dir / "rollouts" / rollout_id)
+    paths = BatchPaths(batch_dir).rollout(rollout_id)
     result = _result(paths)
     if result is None:
         return

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from autocad_bench.controller.state import BatchState
+from autocad_bench.harness.layout import BatchPaths, RolloutPaths
 from autocad_bench.storage import atomic_write_bytes, atomic_write_json
 
 
@@ -23,12 +24,12 @@ def read_scores(rollout_dir: Path) -> tuple[float | None, bool | None, float | N
     """Deterministic score, pass flag and (separately) the judge's score, when present."""
     score = passed = judge = None
     try:
-        data = json.loads((rollout_dir / "evaluation" / "score.json").read_text())
+        data = json.loads(RolloutPaths(rollout_dir).evaluation_score.read_text())
         score, passed = float(data["score"]), bool(data["passed"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        judge = float(json.loads((rollout_dir / "evaluation" / "vision-judge" / "score.json").read_text())["score"])
+        judge = float(json.loads(RolloutPaths(rollout_dir).judge_score.read_text())["score"])
     return score, passed, judge
 
 
@@ -36,7 +37,7 @@ def build_summary(output_dir: Path, state: BatchState) -> dict[str, Any]:
     """Read every rollout's result and evaluation; aggregate per (provider, model)."""
     rollouts = []
     for entry in state.rollouts:
-        rollout_dir = output_dir / "rollouts" / entry.rollout_id
+        rollout_dir = BatchPaths(output_dir).rollout(entry.rollout_id).root
         score, passed, judge = read_scores(rollout_dir)
         tokens = 0
         try:
@@ -80,13 +81,13 @@ def compact_models(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
     """``summary.json`` and ``summary.csv`` (one row per rollout), both atomic."""
-    atomic_write_json(output_dir / "summary.json", summary)
+    atomic_write_json(BatchPaths(output_dir).summary, summary)
     buffer = io.StringIO()
     fields = list(summary["rollouts"][0]) if summary["rollouts"] else ["rollout_id"]
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(summary["rollouts"])
-    atomic_write_bytes(output_dir / "summary.csv", buffer.getvalue().encode())
+    atomic_write_bytes(BatchPaths(output_dir).summary_csv, buffer.getvalue().encode())
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:

@@ -19,7 +19,6 @@ import contextlib
 import datetime
 import json
 import os
-import re
 import secrets
 import socket
 import sys
@@ -28,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from autocad_bench.models import IDENTIFIER_RE
 from autocad_bench.storage import atomic_write_json
 
 if sys.platform != "win32":
@@ -149,7 +149,6 @@ class Lease:
         )
 
 
-_ROLLOUT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LEASE_SUFFIX = ".lease"
 _LOCK_NAME = ".registry.lock"
 _HAS_PROC = Path("/proc/self/stat").exists()
@@ -310,7 +309,7 @@ def _unknown_lease(path: Path) -> Lease:
 
 
 def _check_id(rollout_id: str) -> None:
-    if not _ROLLOUT_ID.fullmatch(rollout_id):
+    if not IDENTIFIER_RE.fullmatch(rollout_id):
         raise ValueError(f"rollout id {rollout_id!r} is not a safe identifier")
 
 

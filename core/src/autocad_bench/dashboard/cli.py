@@ -36,8 +36,9 @@ def dashboard_command(runs_root: Path, host: str, port: int) -> None:
 def report_command(batch_dir: Path, out: Path) -> None:
     """Write one self-contained HTML report of the batch in BATCH_DIR."""
     from autocad_bench.dashboard.report import write_report
+    from autocad_bench.harness.layout import BatchPaths
 
-    if not (batch_dir / "batch-state.json").is_file():
+    if not BatchPaths(batch_dir).state.is_file():
         raise UserError(f"{batch_dir}: no batch-state.json (not a batch output directory)")
     path = write_report(batch_dir, out)
     click.echo(str(path))

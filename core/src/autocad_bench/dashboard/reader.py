@@ -24,13 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from autocad_bench.harness.layout import BatchPaths, RolloutPaths
+from autocad_bench.models import IDENTIFIER_RE
 from autocad_bench.storage.fields import as_bool, as_dict, as_float, as_int, as_list, as_str, as_time
 
 STATES: tuple[str, ...] = ("queued", "starting", "running", "evaluating", "done", "failed")
 ACTIVE_STATES = frozenset({"starting", "running", "evaluating"})
-IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 FRAME_NAME = re.compile(r"^(\d{6,})\.png$")
-BATCH_STATE = "batch-state.json"
 # Directories that never hold a batch: skipped while discovering batches under the root.
 _PRUNE = frozenset({"rollouts", "frames", "logs", "evaluation", "node_modules", "__pycache__"})
 MAX_DEPTH = 6
@@ -299,15 +299,15 @@ class RunsRoot:
         if ".." in parts:
             raise PathRefused("'..' is not allowed in a batch path")
         path = self._inside(self.root.joinpath(*parts))
-        if not (path / BATCH_STATE).is_file():
+        if not BatchPaths(path).state.is_file():
             raise NotFound(f"no batch at {key!r}")
-        self._inside(path / BATCH_STATE)
+        self._inside(BatchPaths(path).state)
         return path
 
     def rollout_dir(self, batch: Path, rollout_id: str) -> Path:
-        if not isinstance(rollout_id, str) or not IDENTIFIER.match(rollout_id):
+        if not isinstance(rollout_id, str) or not IDENTIFIER_RE.fullmatch(rollout_id):
             raise PathRefused("not a rollout id")
-        return self._inside(batch / "rollouts" / rollout_id, batch)
+        return self._inside(BatchPaths(batch).rollout(rollout_id).root, batch)
 
     def require_rollout(self, batch: Path, rollout_id: str) -> Path:
         """The directory of a rollout listed in the batch's state (it may not exist yet)."""
@@ -346,7 +346,7 @@ class RunsRoot:
                 entries = list(os.scandir(directory))
             except OSError:
                 continue
-            if any(e.name == BATCH_STATE and e.is_file(follow_symlinks=False) for e in entries):
+            if any(e.name == BatchPaths(directory).state.name and e.is_file(follow_symlinks=False) for e in entries):
                 found.append(directory)
                 continue  # a batch does not contain batches
             if depth >= MAX_DEPTH:
@@ -360,7 +360,7 @@ class RunsRoot:
     # --- batches ----------------------------------------------------------------------------
 
     def _state_doc(self, batch: Path) -> dict[str, Any] | None:
-        value = self.cache.json(batch / BATCH_STATE)
+        value = self.cache.json(BatchPaths(batch).state)
         return value if isinstance(value, dict) else None
 
     def _entry(self, batch: Path, rollout_id: str) -> dict[str, Any]:
@@ -413,12 +413,13 @@ class RunsRoot:
         task_id = _str(entry.get("task_id")) or ""
         provider, model = _str(entry.get("provider")) or "", _str(entry.get("model")) or ""
         tier = tiers.get(task_id, "unknown")
-        directory = batch / "rollouts" / rollout_id if IDENTIFIER.match(rollout_id) else None
+        paths = BatchPaths(batch).rollout(rollout_id) if IDENTIFIER_RE.fullmatch(rollout_id) else None
+        directory = paths.root if paths is not None else None
         run_state: dict[str, Any] | None = None
         has_result = False
-        if directory is not None and controller_state in ("starting", "running"):
-            run_state = _dict(self.cache.json(directory / "run-state.json")) or None
-            has_result = (directory / "result.json").is_file()
+        if paths is not None and controller_state in ("starting", "running"):
+            run_state = _dict(self.cache.json(paths.run_state)) or None
+            has_result = paths.result.is_file()
         state = effective_state(controller_state, run_state, has_result=has_result,
                                 evaluation_enabled=evaluation_enabled)
         has_dir = full and directory is not None and directory.is_dir()
@@ -426,11 +427,11 @@ class RunsRoot:
         status: dict[str, Any] = {}
         score_doc: dict[str, Any] = {}
         judge: dict[str, Any] = {}
-        if has_dir and directory is not None:
-            rs = run_state if run_state is not None else _dict(self.cache.json(directory / "run-state.json"))
-            status = _dict(self.cache.json(directory / "evaluation" / "status.json"))
-            score_doc = _dict(self.cache.json(directory / "evaluation" / "score.json"))
-            judge = _dict(self.cache.json(directory / "evaluation" / "vision-judge" / "score.json"))
+        if has_dir and paths is not None:
+            rs = run_state if run_state is not None else _dict(self.cache.json(paths.run_state))
+            status = _dict(self.cache.json(paths.evaluation_status))
+            score_doc = _dict(self.cache.json(paths.evaluation_score))
+            judge = _dict(self.cache.json(paths.judge_score))
         score = _float(entry.get("score"))
         passed = _bool(entry.get("passed"))
         if score is None and score_doc:
@@ -470,7 +471,7 @@ class RunsRoot:
             if task_id is None or task_id in tiers:
                 continue
             tier = "unknown"
-            if tasks_dir is not None and IDENTIFIER.match(task_id):
+            if tasks_dir is not None and IDENTIFIER_RE.fullmatch(task_id):
                 tier = _str(_dict(self.cache.json(tasks_dir / task_id / "task.json")).get("tier")) or "unknown"
             tiers[task_id] = tier[:64]
         return tiers
@@ -493,23 +494,23 @@ class RunsRoot:
         """Changes whenever anything a page shows may have changed (cheap: stats only)."""
         parts: list[Any] = []
         for batch in batches:
-            parts.append((str(batch), FileCache.stat_key(batch / BATCH_STATE)))
+            parts.append((str(batch), FileCache.stat_key(BatchPaths(batch).state)))
             doc = self._state_doc(batch) or {}
             for entry in _list(doc.get("rollouts")):
                 rollout_id = _str(_dict(entry).get("rollout_id")) or ""
-                if not IDENTIFIER.match(rollout_id):
+                if not IDENTIFIER_RE.fullmatch(rollout_id):
                     continue
                 if rollout is not None and rollout_id != rollout:
                     continue
                 if rollout is None and _dict(entry).get("state") not in ACTIVE_STATES:
                     continue
-                directory = batch / "rollouts" / rollout_id
-                names = ["run-state.json", "result.json", "evaluation/status.json"]
+                paths = BatchPaths(batch).rollout(rollout_id)
+                watched = [paths.run_state, paths.result, paths.evaluation_status]
                 if rollout is not None:
-                    names += ["model_turns.jsonl", "input_receipts.jsonl", "model_turn_summaries.jsonl",
-                              "events.json", "frame_events.json", "frames", "evaluation",
-                              "evaluation/score.json", "evaluation/vision-judge/score.json", "reference.png"]
-                parts.append((rollout_id, [FileCache.stat_key(directory / n) for n in names]))
+                    watched += [paths.model_turns, paths.input_receipts, paths.turn_summaries, paths.events,
+                                paths.frame_events, paths.frames, paths.evaluation, paths.evaluation_score,
+                                paths.judge_score, paths.reference]
+                parts.append((rollout_id, [FileCache.stat_key(p) for p in watched]))
         return hashlib.sha1(repr(parts).encode(), usedforsecurity=False).hexdigest()[:16]
 
     # --- one rollout ------------------------------------------------------------------------
@@ -526,39 +527,40 @@ class RunsRoot:
             return RolloutDetail(batch=batch, row=row, run_state=None, budgets=_dict(doc.get("budgets")),
                                  result=None, steps=(), summaries=(), receipts=0, events=(), frame_events=(),
                                  evaluation=None, reference=None, skipped_lines={})
-        run_state = _dict(self.cache.json(directory / "run-state.json")) or None
-        assignment = _dict(self.cache.json(directory / "assignment.json"))
+        paths = RolloutPaths(directory)
+        run_state = _dict(self.cache.json(paths.run_state)) or None
+        assignment = _dict(self.cache.json(paths.assignment))
         budgets = _dict(assignment.get("budgets")) or _dict(doc.get("budgets"))
-        turns = self.cache.jsonl(directory / "model_turns.jsonl")
-        summaries = self.cache.jsonl(directory / "model_turn_summaries.jsonl")
-        receipts = self.cache.jsonl(directory / "input_receipts.jsonl")
-        frame_events = tuple(e for e in _list(_dict(self.cache.json(directory / "frame_events.json"))
+        turns = self.cache.jsonl(paths.model_turns)
+        summaries = self.cache.jsonl(paths.turn_summaries)
+        receipts = self.cache.jsonl(paths.input_receipts)
+        frame_events = tuple(e for e in _list(_dict(self.cache.json(paths.frame_events))
                                               .get("frame_events")) if isinstance(e, dict))
-        events = tuple(e for e in _list(_dict(self.cache.json(directory / "events.json")).get("events"))
+        events = tuple(e for e in _list(_dict(self.cache.json(paths.events)).get("events"))
                        if isinstance(e, dict))
         steps = build_steps(directory, turns.records, receipts.records, frame_events)
         return RolloutDetail(
             batch=batch, row=row, run_state=run_state, budgets=budgets,
-            result=_dict(self.cache.json(directory / "result.json")) or None,
+            result=_dict(self.cache.json(paths.result)) or None,
             steps=steps, summaries=tuple(s for s in summaries.records if isinstance(s, dict)),
             receipts=len(receipts.records), events=events, frame_events=frame_events,
             evaluation=self._evaluation(directory),
-            reference="reference.png" if (directory / "reference.png").is_file() else None,
-            skipped_lines={name: n for name, n in (("model_turns.jsonl", turns.skipped),
-                                                   ("model_turn_summaries.jsonl", summaries.skipped),
-                                                   ("input_receipts.jsonl", receipts.skipped)) if n},
+            reference=paths.relative(paths.reference) if paths.reference.is_file() else None,
+            skipped_lines={paths.relative(path): n for path, n in ((paths.model_turns, turns.skipped),
+                                                                   (paths.turn_summaries, summaries.skipped),
+                                                                   (paths.input_receipts, receipts.skipped)) if n},
         )
 
     def _evaluation(self, directory: Path) -> Evaluation | None:
-        folder = directory / "evaluation"
-        if not folder.is_dir():
+        paths = RolloutPaths(directory)
+        if not paths.evaluation.is_dir():
             return None
-        status = _dict(self.cache.json(folder / "status.json"))
-        score = _dict(self.cache.json(folder / "score.json")) or None
-        judge = _dict(self.cache.json(folder / "vision-judge" / "score.json")) or None
+        status = _dict(self.cache.json(paths.evaluation_status))
+        score = _dict(self.cache.json(paths.evaluation_score)) or None
+        judge = _dict(self.cache.json(paths.judge_score)) or None
         components = tuple(sorted((str(k), _dict(v)) for k, v in _dict((score or {}).get("components")).items()))
-        images = {name: f"evaluation/{name}.png" for name in ("gold-render", "render", "diff")
-                  if (folder / f"{name}.png").is_file()}
+        images = {name: paths.relative(paths.evaluation / f"{name}.png") for name in ("gold-render", "render", "diff")
+                  if (paths.evaluation / f"{name}.png").is_file()}
         return Evaluation(
             state=_str(status.get("state")), history=tuple(h for h in _list(status.get("history"))
                                                            if isinstance(h, dict)),

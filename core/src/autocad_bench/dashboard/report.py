@@ -19,6 +19,7 @@ from autocad_bench.dashboard.charts import batch_charts
 from autocad_bench.dashboard.leaderboard_page import batch_metrics
 from autocad_bench.dashboard.reader import RolloutRow, RunsRoot, list_frames
 from autocad_bench.dashboard.templating import render
+from autocad_bench.harness.layout import BatchPaths
 from autocad_bench.storage import atomic_write_bytes
 
 THUMB_WIDTH = 320
@@ -79,12 +80,12 @@ def build_report(batch_dir: Path) -> str:
     thumbs = _Thumbnails()
     rows = []
     for row in batch.rollouts:
-        directory = batch_dir / "rollouts" / row.rollout_id
-        frames = list_frames(directory) if row.has_dir else []
+        paths = BatchPaths(batch_dir).rollout(row.rollout_id)
+        frames = list_frames(paths.root) if row.has_dir else []
         rows.append(ReportRow(
-            row=row, frame=thumbs(directory / frames[-1]) if frames else None,
-            diff=thumbs(directory / "evaluation" / "diff.png") if row.has_dir else None,
-            render=thumbs(directory / "evaluation" / "render.png") if row.has_dir else None,
+            row=row, frame=thumbs(paths.root / frames[-1]) if frames else None,
+            diff=thumbs(paths.evaluation_diff) if row.has_dir else None,
+            render=thumbs(paths.evaluation_render) if row.has_dir else None,
         ))
     models = batch_metrics(batch_dir, load=root.cache.json)
     return render("report.html", batch=batch, rows=rows, models=models,

@@ -95,6 +95,7 @@ class EvaluationArguments(StrictModel):
 
     enabled: bool = True
     task_id: str
+    evaluator: Identifier = "standard"
     evaluator_version: str | None = None
     gold_cache: str | None = None
     bucket: str | None = None

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from autocad_bench.harness.layout import BatchPaths
 from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, RunConditions
 from autocad_bench.storage.fields import as_bool as _bool
 from autocad_bench.storage.fields import as_dict as _dict
@@ -165,7 +166,7 @@ def read_run(directory: Path, *, load: JsonLoader = load_json_file) -> RunSample
     batch state is missing or not a batch state. ``load`` reads one JSON file (the
     dashboard passes its cache)."""
     directory = Path(directory)
-    state = load(directory / "batch-state.json")
+    state = load(BatchPaths(directory).state)
     if not isinstance(state, dict) or not isinstance(state.get("rollouts"), list):
         raise RunUnreadable(f"{directory}: no readable batch-state.json (is this a batch output directory?)")
     run_id = _str(state.get("batch_id")) or directory.name

@@ -4,6 +4,7 @@ from autocad_bench.plugins.host import LOAD_PLUGINS_ENV, TRACE_PLUGINS_ENV, Plug
 from autocad_bench.plugins.registry import (
     PluginRegistry,
     default_registry,
+    register_evaluator,
     register_infrastructure_plugin,
     register_model_provider,
     register_observer,
@@ -16,6 +17,7 @@ __all__ = [
     "PluginHost",
     "PluginRegistry",
     "default_registry",
+    "register_evaluator",
     "register_infrastructure_plugin",
     "register_model_provider",
     "register_observer",

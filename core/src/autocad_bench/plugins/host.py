@@ -15,7 +15,7 @@ from typing import Any
 import pluggy
 
 from autocad_bench import hookspecs
-from autocad_bench.errors import PluginError, RecoveryNotSupportedError
+from autocad_bench.errors import MissingExtraError, PluginError, RecoveryNotSupportedError
 from autocad_bench.plugins.base import PluginBase
 from autocad_bench.plugins.kinds import KINDS, Kind
 from autocad_bench.plugins.registry import PluginRegistry, default_registry
@@ -139,6 +139,10 @@ class PluginHost:
         """Load (once) and return the model provider called ``name``."""
         return self._select("providers", name)
 
+    def evaluator(self, name: str) -> PluginHandle:
+        """Load (once) and return the evaluator called ``name``."""
+        return self._select("evaluators", name)
+
     def observers(self) -> list[PluginHandle]:
         return [h for (kind, _), h in self._handles.items() if kind == "observers"]
 
@@ -219,8 +223,11 @@ class PluginHost:
                 f"{info.noun} {name!r} is installed but not allowed by {LOAD_PLUGINS_ENV}="
                 f"{','.join(sorted(self._allow or ()))}"
             )
+        elif name in info.extras:
+            raise MissingExtraError(f"{info.noun} {name!r}", info.extras[name], self.installed_names(kind))
         else:
-            raise PluginError(_not_installed(info.noun, name, self.installed_names(kind), info.extras))
+            installed = self.installed_names(kind)
+            raise PluginError(f"{info.noun} {name!r} is not installed (installed: {', '.join(installed) or 'none'})")
         return self._register(kind, name, plugin)
 
     def _load_entry_point(self, kind: Kind, ep: EntryPoint) -> object:
@@ -267,11 +274,3 @@ class PluginHost:
 def _dist_names(eps: Iterable[EntryPoint]) -> str:
     names = sorted({ep.dist.name if ep.dist is not None else ep.value for ep in eps})
     return ", ".join(names)
-
-
-def _not_installed(noun: str, name: str, installed: list[str], extras: Mapping[str, str]) -> str:
-    message = f"{noun} {name!r} is not installed"
-    if name in extras:
-        message += f': pip install "autocad-bench[{extras[name]}]"'
-    message += f" (installed: {', '.join(installed) or 'none'})"
-    return message

@@ -1,4 +1,4 @@
-"""The three plugin kinds, their entry-point groups and the extras that install known names."""
+"""The four plugin kinds, their entry-point groups and the extras that install known names."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from autocad_bench.hookspecs import (
     INFRASTRUCTURE_HOOKS,
 )
 
-Kind = Literal["infrastructure", "providers", "observers"]
+Kind = Literal["infrastructure", "providers", "evaluators", "observers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,13 @@ KINDS: dict[Kind, KindInfo] = {
         "autocad_bench.providers",
         ("open_session",),
         {n: n for n in ("openai", "openrouter", "anthropic", "fireworks", "mantle", "bedrock")},
+    ),
+    "evaluators": KindInfo(
+        "evaluators",
+        "evaluator",
+        "autocad_bench.evaluators",
+        ("evaluate_drawing", "check_gold_cache"),
+        {"standard": "evaluator"},
     ),
     "observers": KindInfo("observers", "observer", "autocad_bench.observers", (), {}),
 }

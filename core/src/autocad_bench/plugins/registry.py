@@ -67,6 +67,11 @@ def register_model_provider(plugin: object, *, registry: PluginRegistry | None =
     (registry or default_registry()).register("providers", plugin)
 
 
+def register_evaluator(plugin: object, *, registry: PluginRegistry | None = None) -> None:
+    """Make an evaluator selectable by name (``evaluation.evaluator``) in this process."""
+    (registry or default_registry()).register("evaluators", plugin)
+
+
 def register_observer(plugin: object, *, registry: PluginRegistry | None = None) -> None:
     """Add an observer to every controller built afterwards in this process."""
     (registry or default_registry()).register("observers", plugin)

@@ -13,6 +13,7 @@ from autocad_bench.providers.models import (
     SessionRequest,
     TokenUsage,
 )
+from autocad_bench.providers.options import NoOptions
 from autocad_bench.providers.session import ProviderSession
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ModelProvider",
     "ModelSpec",
     "ModelTurn",
+    "NoOptions",
     "Observation",
     "ProviderErrorKind",
     "ProviderRequestError",

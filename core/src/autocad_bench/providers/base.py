@@ -3,41 +3,84 @@
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from autocad_bench.errors import Problem
 from autocad_bench.hookspecs import PROVIDER_HOOKS, hookimpl
 from autocad_bench.plugins.base import PluginBase
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
+from autocad_bench.providers.options import NoOptions, check_options_model, validate_options
 from autocad_bench.providers.session import ProviderSession
 
 
 class ModelProvider(PluginBase, abc.ABC):
     """Subclass this to add a model provider; publish it in ``autocad_bench.providers``.
 
-    Set :attr:`name` (the entry-point name and the ``provider`` value in configurations)
-    and :attr:`credential_env` (environment variable names the provider reads), and
-    implement :meth:`open_session`. Import your SDK inside the methods, not at module
-    level, so an installed but unselected provider costs nothing.
+    Set :attr:`name` (the entry-point name and the ``provider`` value in configurations),
+    :attr:`credential_env` (environment variable names the provider reads) and
+    :attr:`options_model` (the pydantic model of ``provider_options``), and implement
+    :meth:`open_session`. Import your SDK inside the methods, not at module level, so an
+    installed but unselected provider costs nothing.
+
+    Options: core validates ``provider_options`` through :attr:`options_model` at admission,
+    before a batch starts, and reports one located problem per wrong value
+    (``batch.json: $.rollouts[0].provider_options.timeout_s: ...``). Checks that need the
+    model id or the configuration directory go in :meth:`check_options`; read the parsed
+    options in :meth:`open_session` with :meth:`parse_options`. Defining a subclass whose
+    :attr:`options_model` does not forbid extra keys raises
+    :class:`~autocad_bench.errors.PluginError`.
     """
 
     hook_names: ClassVar[tuple[str, ...]] = PROVIDER_HOOKS
+    options_model: ClassVar[type[BaseModel]] = NoOptions
+    """The pydantic model (``extra="forbid"``) of ``provider_options``; the default takes none."""
     credential_env: ClassVar[tuple[str, ...]] = ()
     optional_env: ClassVar[tuple[str, ...]] = ()
     """Non-secret variables the provider reads when they are set (``OPENAI_BASE_URL``):
     admission hands the set ones to the catalog check and every rollout; never required."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_options_model(cls)
+
     @hookimpl
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        """Accept any non-empty model id and no options unless a provider overrides this."""
-        problems = []
-        if not model.model.strip():
+        """Located problems of the model id and of ``provider_options``; never raises.
+
+        The id must be non-empty; the options must validate against :attr:`options_model`
+        (problems under ``{location}.provider_options``); when they do, :meth:`check_options`
+        adds the provider's checks that need the model id or ``model.base_dir``. Providers
+        normally override :meth:`check_options`, not this.
+        """
+        problems: list[Problem] = []
+        if not isinstance(model.model, str) or not model.model.strip():
             problems.append(Problem(f"{location}.model", "model id must not be empty"))
-        problems.extend(
-            Problem(f"{location}.provider_options.{key}", f"unknown option for provider {self.name!r}")
-            for key in sorted(model.options)
-        )
+        option_problems, options = validate_options(self.options_model, model.options,
+                                                    f"{location}.provider_options")
+        problems.extend(option_problems)
+        if options is not None:
+            try:
+                problems.extend(self.check_options(model, options, location))
+            except (TypeError, ValueError, OSError) as error:  # never raise on junk input
+                problems.append(Problem(f"{location}.provider_options", str(error) or type(error).__name__))
         return problems
+
+    def check_options(self, model: ModelSpec, options: Any, location: str) -> list[Problem]:
+        """Problems beyond :attr:`options_model` (default: none): checks that need the model id
+        or files under ``model.base_dir``. ``options`` is the parsed :attr:`options_model`
+        instance; locate problems under ``location`` (``{location}.model``,
+        ``{location}.provider_options.<key>``)."""
+        return []
+
+    def parse_options(self, model: ModelSpec) -> Any:
+        """The :attr:`options_model` instance of ``model.options``.
+
+        Call it after admission validated the spec (in :meth:`open_session`, a catalog
+        check); raises :class:`pydantic.ValidationError` for options that do not validate.
+        """
+        return self.options_model.model_validate(model.options)
 
     @hookimpl
     def credential_names(self, model: ModelSpec) -> list[str]:

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Annotated, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from autocad_bench.errors import Problem
@@ -37,10 +37,11 @@ from autocad_bench.providers.models import (
     TokenUsage,
 )
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.validation import problems_from_validation_error
 
 
 class ScriptedOptions(BaseModel):
+    """``provider_options`` of the ``scripted`` provider (see the module docstring)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     script: str | None = Field(default=None, min_length=1)
@@ -93,13 +94,13 @@ def load_script(path: Path) -> list[JsonObject | None]:
 
 
 class ScriptedProvider(ModelProvider):
-    name: ClassVar[str] = "scripted"
+    """Replays JSONL scripts of ``computer_action`` arguments; needs no credentials."""
 
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        try:
-            options = ScriptedOptions.model_validate(model.options)
-        except ValidationError as error:
-            return problems_from_validation_error(error, f"{location}.provider_options")
+    name: ClassVar[str] = "scripted"
+    options_model: ClassVar[type[ScriptedOptions]] = ScriptedOptions
+
+    def check_options(self, model: ModelSpec, options: ScriptedOptions, location: str) -> list[Problem]:
+        """Every listed script exists (relative to the configuration file) and is JSONL."""
         problems = []
         for where, script in options.listed:
             path = _script_path(model, script)

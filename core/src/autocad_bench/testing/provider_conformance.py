@@ -37,24 +37,57 @@ depend on dict key order); a frame whose
 checksum does not match is refused before anything is sent; the credential value appears
 in no checkpoint, ``repr``, error message or file the session writes.
 
+The named rules below are checked on top of that; a broken provider fails with a
+:class:`ProviderContractViolation` whose message starts ``provider contract rule '<rule>'
+violated`` (see :data:`RULES`):
+
+``tool-schema``
+    every request declares exactly one ``computer_action`` tool whose schema is the declared
+    one (``SessionRequest.action_schema``), and every past call it replays validates
+    against that schema;
+``retry-classification``
+    429 is rate limited, 5xx a server error, 408/409, resets and client timeouts
+    transient, 413 too large, 400/401/403 fatal: what the core retry accounting
+    (:mod:`autocad_bench.retry`) retries and what fails the rollout at once;
+``cost-accounting``
+    every response reports exactly the usage the wire billed
+    (:meth:`WireServer.billed_usage`), once, so the cost the core prices from its usage
+    equals the price table's cost of the wire's tokens, malformed responses included;
+``options-validation``
+    the provider declares an ``options_model`` that forbids extra keys, the valid spec's
+    options parse under it, and an unknown option is one problem located at
+    ``<location>.provider_options.<key>``;
+``refusal-and-malformed-output``
+    a refusal, a text-only answer and malformed arguments are each a :class:`ModelTurn`
+    without a usable call (``action_input=None`` or ``malformed`` set), never an exception
+    and never a silent empty action list.
+
 The wire fake runs on its own thread and each test drives the session with
-:func:`asyncio.run`, so the suite needs no asyncio pytest plugin.
+:func:`asyncio.run`, so the suite needs no asyncio pytest plugin and no setting of the
+host repository's pytest configuration (``asyncio_mode``, timeouts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import datetime
+import functools
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
+from pydantic import JsonValue, ValidationError
 
 from autocad_bench.actions.schema import computer_action_schema
 from autocad_bench.actions.validation import BatchRejection, validate_batch
+from autocad_bench.costs.calculator import cost_of, quantize_usd
+from autocad_bench.costs.pricing import ModelPrice, PricingContract
 from autocad_bench.errors import Problem
 from autocad_bench.hookspecs import PROVIDER_HOOKS
 from autocad_bench.models import ArtifactRef, JsonObject
@@ -71,8 +104,9 @@ from autocad_bench.providers.models import (
     SessionRequest,
     TokenUsage,
 )
+from autocad_bench.providers.options import options_model_problem
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.retry.caller import malformed_feedback
+from autocad_bench.retry.caller import ModelCaller, is_well_formed, malformed_feedback
 from autocad_bench.testing.fake_broker import png_frame
 from autocad_bench.testing.wire import Reply, WireServer
 
@@ -89,6 +123,80 @@ VALID_ACTIONS: JsonObject = {
 """A valid ``computer_action`` argument object for :data:`CONFORMANCE_DISPLAY`."""
 
 CONFORMANCE_DISPLAY = DisplaySize(width=64, height=48)
+
+TOOL_SCHEMA = "tool-schema"
+RETRY_CLASSIFICATION = "retry-classification"
+COST_ACCOUNTING = "cost-accounting"
+OPTIONS_VALIDATION = "options-validation"
+MODEL_OUTPUT = "refusal-and-malformed-output"
+
+RULES: dict[str, str] = {
+    TOOL_SCHEMA: "each request declares computer_action with exactly the declared schema; replayed calls validate",
+    RETRY_CLASSIFICATION: "429/5xx/408/409/resets/timeouts are retried kinds, 413 too large, 400/401/403 fatal",
+    COST_ACCOUNTING: "each response reports the wire's billed usage exactly once; cost = price table x wire tokens",
+    OPTIONS_VALIDATION: "options_model forbids extra keys; unknown options are located problems; valid ones pass",
+    MODEL_OUTPUT: "refusals and malformed output are turns without a usable call, never exceptions or empty actions",
+}
+"""The rules the suite names in its failures, with a one-line summary each."""
+
+CONFORMANCE_PRICE = ModelPrice(input=Decimal("3"), cached_input=Decimal("0.3"), cache_write=Decimal("3.75"),
+                               output=Decimal("15"))
+"""Distinct rates per token category, so tokens reported in the wrong category change the cost."""
+
+
+class ProviderContractViolation(AssertionError):
+    """A provider broke one of the named :data:`RULES`; :attr:`rule` names it."""
+
+    def __init__(self, rule: str, detail: str) -> None:
+        super().__init__(f"provider contract rule {rule!r} violated: {detail}")
+        self.rule = rule
+        self.detail = detail
+
+
+def violation(rule: str, detail: str) -> NoReturn:
+    """Fail the running check with a :class:`ProviderContractViolation` for ``rule``."""
+    raise ProviderContractViolation(rule, detail)
+
+
+def first_difference(actual: JsonValue, expected: JsonValue, path: str = "$") -> str | None:
+    """The JSON path of the first place ``actual`` differs from ``expected`` (``None`` if equal)."""
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        for key in sorted(set(actual) | set(expected)):
+            if key not in actual:
+                return f"{path}.{key} (missing)"
+            if key not in expected:
+                return f"{path}.{key} (not in the declared schema)"
+            found = first_difference(actual[key], expected[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(actual, list) and isinstance(expected, list):
+        if len(actual) != len(expected):
+            return f"{path} (length {len(actual)}, declared {len(expected)})"
+        for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            found = first_difference(a, e, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if type(actual) is not type(expected) or actual != expected:
+        return f"{path} ({actual!r}, declared {expected!r})"
+    return None
+
+
+def schema_problem(instance: JsonValue, schema: JsonValue) -> str | None:
+    """Why ``instance`` does not validate against the JSON schema ``schema`` (``None`` if it does).
+
+    Uses :mod:`jsonschema` when it is installed; without it the instance must equal
+    :data:`VALID_ACTIONS` (the only arguments the suite's scripted model produces).
+    """
+    try:
+        import jsonschema  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        return None if instance == VALID_ACTIONS else "differs from the arguments the model sent"
+    assert isinstance(schema, dict)
+    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(instance))
+    return None if error is None else f"{error.json_path}: {error.message}"
 
 _T = TypeVar("_T")
 
@@ -296,6 +404,40 @@ class ProviderConformance:
             assert isinstance(name, str) and name.replace("_", "").isalnum() and not name[0].isdigit(), name
             assert name not in secret_values
 
+    def test_options_model_is_declared_and_enforced(
+        self, handle: PluginHandle, provider: ModelProvider, model_spec: ModelSpec
+    ) -> None:
+        declared = getattr(provider, "options_model", None)
+        problem = options_model_problem(declared)
+        if problem is not None:
+            violation(OPTIONS_VALIDATION, problem)
+        assert declared is not None
+        try:
+            declared.model_validate(model_spec.options)
+        except ValidationError as error:
+            violation(OPTIONS_VALIDATION, f"the valid spec's provider_options do not parse under "
+                      f"{declared.__qualname__}: {error.errors(include_url=False)[0]['msg']}")
+
+    @pytest.mark.parametrize("key", ["no_such_option_xyz", "timeout"])
+    def test_unknown_option_is_one_located_problem(
+        self, handle: PluginHandle, model_spec: ModelSpec, key: str
+    ) -> None:
+        if key in model_spec.options or key in getattr(handle.plugin, "options_model", _NoFields).model_fields:
+            pytest.skip(f"{key!r} is a declared option of this provider")
+        location = "cfg.json: $.rollouts[0]"
+        spec = model_spec.model_copy(update={"options": {**model_spec.options, key: 1}})
+        problems = handle.call("validate_model_spec", model=spec, location=location) or []
+        where = f"{location}.provider_options.{key}"
+        located = [p for p in problems if isinstance(p, Problem) and p.location == where]
+        if not located:
+            violation(OPTIONS_VALIDATION, f"unknown option {key!r} was accepted silently or not located at "
+                      f"{where!r} (problems: {[str(p) for p in problems]})")
+        if len(located) > 1:
+            violation(OPTIONS_VALIDATION, f"unknown option {key!r} reported {len(located)} times; report it once")
+        others = [str(p) for p in problems if p not in located]
+        if others:
+            violation(OPTIONS_VALIDATION, f"adding the unknown option {key!r} to a valid spec also reported {others}")
+
     # --- one request per turn, well-formed and malformed turns ------------------------------
 
     def test_open_session_sends_nothing_and_hides_credentials(
@@ -335,7 +477,43 @@ class ProviderConformance:
         assert not isinstance(validated, BatchRejection), validated.messages()
         assert turn.action_input == VALID_ACTIONS
 
-    @pytest.mark.parametrize("shape", ["text-only", "malformed-arguments"])
+    def test_requests_declare_the_tool_schema(
+        self, handle: PluginHandle, make_request: Callable[..., SessionRequest], credentials: Credentials,
+        wire_server: WireServer, frames: list[ArtifactRef],
+    ) -> None:
+        request = make_request()
+
+        async def scenario() -> None:
+            session = self.open(handle, request, credentials)
+            try:
+                _, second = await self.two_turns(session, wire_server, frames)
+                wire_server.push_tool_call(VALID_ACTIONS)
+                await self.one_turn(session, wire_server, self.observation(frames, 2, second))
+            finally:
+                await session.aclose()
+
+        run_async(scenario)
+        declared = request.action_schema
+        for number, sent in enumerate(wire_server.model_requests(), start=1):
+            try:
+                body = sent.json()
+            except ValueError:
+                violation(TOOL_SCHEMA, f"request {number} is not JSON; override tool_declarations() on the wire")
+            tools = wire_server.tool_declarations(body)
+            if len(tools) != 1:
+                violation(TOOL_SCHEMA, f"request {number} declares {len(tools)} computer_action tools; "
+                          "it must declare exactly one")
+            difference = first_difference(tools[0], declared)
+            if difference is not None:
+                violation(TOOL_SCHEMA, f"request {number} sends a computer_action schema that differs from the "
+                          f"declared one (SessionRequest.action_schema) at {difference}")
+            for call in wire_server.replayed_calls(body):
+                problem = schema_problem(call, tools[0])
+                if problem is not None:
+                    violation(TOOL_SCHEMA, f"request {number} replays a computer_action call that does not "
+                              f"validate against the declared schema: {problem}")
+
+    @pytest.mark.parametrize("shape", ["text-only", "malformed-arguments", "refusal"])
     def test_missing_or_malformed_call_is_a_turn_not_an_exception(
         self, handle: PluginHandle, make_request: Callable[..., SessionRequest], credentials: Credentials,
         wire_server: WireServer, frames: list[ArtifactRef], shape: str,
@@ -345,10 +523,18 @@ class ProviderConformance:
             try:
                 if shape == "text-only":
                     wire_server.push_text("Let me think about the drawing first.")
+                elif shape == "refusal":
+                    wire_server.push_refusal("I can't help with that.")
                 else:
                     wire_server.push_malformed_arguments('{"actions": [{"type": "cli')
                 first_obs = self.observation(frames, 0)
-                bad = await self.one_turn(session, wire_server, first_obs)
+                try:
+                    bad = await self.one_turn(session, wire_server, first_obs)
+                except ProviderContractViolation:
+                    raise
+                except Exception as error:  # the rule: a bad answer is a turn, not a crash
+                    violation(MODEL_OUTPUT, f"next_turn raised {type(error).__name__} ({error}) on a {shape} "
+                              "response; return a ModelTurn with action_input=None or malformed set")
                 # The conversation continues: the core answers with feedback and asks again.
                 wire_server.push_tool_call(VALID_ACTIONS)
                 good = await self.one_turn(session, wire_server, malformed_feedback(first_obs, bad))
@@ -357,7 +543,13 @@ class ProviderConformance:
                 await session.aclose()
 
         bad, good = run_async(scenario)
-        assert bad.action_input is None or bad.malformed is not None, bad
+        if not isinstance(bad, ModelTurn):
+            violation(MODEL_OUTPUT, f"next_turn returned {type(bad).__name__} for a {shape} response")
+        if is_well_formed(bad):
+            empty = isinstance(bad.action_input, dict) and bad.action_input.get("actions") == []
+            what = "an empty action list" if empty else f"a usable call {bad.action_input!r}"
+            violation(MODEL_OUTPUT, f"a {shape} response became {what}; it must be a turn with "
+                      "action_input=None or malformed set, so the core feeds it back to the model")
         assert bad.tool_use_id
         assert good.malformed is None and good.action_input == VALID_ACTIONS
 
@@ -387,7 +579,10 @@ class ProviderConformance:
                 await session.aclose()
 
         error = run_async(scenario)
-        assert error.kind is kind, f"HTTP {status} classified as {error.kind}, expected {kind}"
+        if error.kind is not kind:
+            what = f"HTTP {status}" if status is not None else "a connection reset"
+            violation(RETRY_CLASSIFICATION, f"{what} classified as {error.kind.value} ({_retry_effect(error.kind)}), "
+                      f"expected {kind.value} ({_retry_effect(kind)})")
         if status is not None:
             assert error.status == status
         if retry_after is None:
@@ -396,6 +591,36 @@ class ProviderConformance:
             assert error.retry_after_s == pytest.approx(retry_after)
         for secret in secret_values:
             assert secret not in str(error) and secret not in repr(error)
+
+    def test_client_timeout_is_transient(
+        self, handle: PluginHandle, make_request: Callable[..., SessionRequest], credentials: Credentials,
+        wire_server: WireServer, frames: list[ArtifactRef], model_spec: ModelSpec,
+    ) -> None:
+        """Runs when the options model declares ``timeout_s`` (the per-request timeout)."""
+        if "timeout_s" not in getattr(handle.plugin, "options_model", _NoFields).model_fields:
+            pytest.skip("the provider declares no timeout_s option")
+        spec = model_spec.model_copy(update={"options": {**model_spec.options, "timeout_s": 1.0}})
+        request = make_request().model_copy(update={"model": spec})
+
+        async def scenario() -> ProviderRequestError | ModelTurn:
+            session = self.open(handle, request, credentials)
+            try:
+                slow = wire_server.tool_call_reply(VALID_ACTIONS, call_id="call_too_slow")
+                wire_server.push(dataclasses.replace(slow, delay_s=4.0))
+                try:
+                    return await self.one_turn(session, wire_server, self.observation(frames, 0))
+                except ProviderRequestError as error:
+                    return error
+            finally:
+                await session.aclose()
+
+        outcome = run_async(scenario)
+        if not isinstance(outcome, ProviderRequestError):
+            violation(RETRY_CLASSIFICATION, "a reply slower than timeout_s=1 did not time out")
+        if outcome.kind is not ProviderErrorKind.TRANSIENT:
+            transient = ProviderErrorKind.TRANSIENT
+            violation(RETRY_CLASSIFICATION, f"a client timeout classified as {outcome.kind.value} "
+                      f"({_retry_effect(outcome.kind)}), expected transient ({_retry_effect(transient)})")
 
     def test_retry_after_is_not_invented(
         self, handle: PluginHandle, make_request: Callable[..., SessionRequest], credentials: Credentials,
@@ -413,6 +638,56 @@ class ProviderConformance:
 
         error = run_async(scenario)
         assert error.kind is ProviderErrorKind.RATE_LIMITED and error.retry_after_s is None
+
+    # --- cost accounting ----------------------------------------------------------------------
+
+    def test_cost_is_counted_once_per_response(
+        self, handle: PluginHandle, make_request: Callable[..., SessionRequest], credentials: Credentials,
+        wire_server: WireServer, frames: list[ArtifactRef], model_spec: ModelSpec,
+    ) -> None:
+        billed = wire_server.billed_usage()
+        prices = PricingContract(as_of=datetime.date(2026, 1, 1), models={model_spec.model: CONFORMANCE_PRICE})
+        caller = ModelCaller(pricer=functools.partial(cost_of, model_spec.model, prices=prices),
+                             sleep=_no_sleep, instrument=False)
+
+        async def scenario() -> list[Any]:
+            session = self.open(handle, make_request(), credentials)
+            try:
+                # A malformed response is billed too; the core then asks again.
+                wire_server.push_malformed_arguments('{"actions": [{"type": "cli')
+                wire_server.push_tool_call(VALID_ACTIONS)
+                first = await caller.request_turn(session, self.observation(frames, 0))
+                wire_server.push_tool_call(VALID_ACTIONS)
+                second = await caller.request_turn(session, self.observation(frames, 1, first.turn))
+                return [first, second]
+            finally:
+                await session.aclose()
+
+        results = run_async(scenario)
+        responses = [turn for result in results for turn in result.responses]
+        sent = len(wire_server.model_requests())
+        if len(responses) != sent:
+            violation(COST_ACCOUNTING, f"{sent} requests answered but {len(responses)} responses reported")
+        for number, turn in enumerate(responses, start=1):
+            usage = turn.usage
+            if usage == TokenUsage():
+                violation(COST_ACCOUNTING, f"response {number} reports no usage; the wire billed {_usage_text(billed)}")
+            if usage != billed:
+                cumulative = number > 1 and usage.input_tokens > billed.input_tokens
+                reasoning_again = usage.output_tokens == billed.output_tokens + billed.reasoning_tokens > 0
+                hint = " (counted twice)" if usage == billed + billed else (
+                    " (cumulative: it includes earlier responses)" if cumulative else (
+                        " (reasoning tokens added to output: they are already part of it)" if reasoning_again
+                        else ""))
+                violation(COST_ACCOUNTING, f"response {number} reports {_usage_text(usage)}{hint}; the wire billed "
+                          f"{_usage_text(billed)}")
+            if usage.reasoning_tokens > usage.output_tokens:
+                violation(COST_ACCOUNTING, "reasoning_tokens exceed output_tokens: reasoning is part of output")
+        expected = quantize_usd(cost_of(model_spec.model, billed, prices).total_usd * len(responses))
+        charged = quantize_usd(sum((c.total_usd for r in results for c in r.costs), Decimal(0)))
+        if charged != expected:
+            violation(COST_ACCOUNTING, f"charged ${charged} for {len(responses)} responses; the price table gives "
+                      f"${expected} for the tokens the wire billed")
 
     # --- history is unchanged by failures; exact resume -------------------------------------
 
@@ -536,3 +811,28 @@ class ProviderConformance:
         reply = wire_server.tool_call_reply(VALID_ACTIONS, call_id="call_probe")
         assert isinstance(reply, Reply) and reply.status == 200
         assert wire_server.model_routes, "the wire server declares no model routes"
+
+
+class _NoFields:
+    """Stand-in for a provider without ``options_model``: declares no fields."""
+
+    model_fields: dict[str, Any] = {}
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def _retry_effect(kind: ProviderErrorKind) -> str:
+    return {
+        ProviderErrorKind.RATE_LIMITED: "retried indefinitely, honouring retry-after",
+        ProviderErrorKind.SERVER_ERROR: "retried indefinitely with capped backoff",
+        ProviderErrorKind.TRANSIENT: "retried up to the consecutive-transient limit",
+        ProviderErrorKind.REQUEST_TOO_LARGE: "retried once after shrinking",
+        ProviderErrorKind.FATAL: "not retried: the rollout fails",
+    }[kind]
+
+
+def _usage_text(usage: TokenUsage) -> str:
+    return (f"input={usage.input_tokens} cached={usage.cached_input_tokens} cache_write={usage.cache_write_tokens} "
+            f"output={usage.output_tokens} reasoning={usage.reasoning_tokens}")

@@ -16,7 +16,10 @@ exact body bytes) and answers requests on its *model routes* with the next queue
 teaches it one provider's wire format by implementing the reply builders
 (:meth:`WireServer.tool_call_reply`, :meth:`~WireServer.text_reply`,
 :meth:`~WireServer.malformed_arguments_reply`, :meth:`~WireServer.error_reply`), which
-is all :class:`~autocad_bench.testing.provider_conformance.ProviderConformance` needs.
+is all :class:`~autocad_bench.testing.provider_conformance.ProviderConformance` needs,
+plus :meth:`WireServer.billed_usage` (what one reply bills, for the cost check) and,
+optionally, :meth:`~WireServer.refusal_reply`, :meth:`~WireServer.tool_declarations`
+and :meth:`~WireServer.replayed_calls` when the generic defaults do not fit the format.
 :class:`ResponsesWire` is the ready-made fake of OpenAI's Responses API (also spoken by
 OpenRouter and other compatible endpoints).
 
@@ -28,6 +31,7 @@ on the caller's thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -40,6 +44,8 @@ from typing import Any, ClassVar, Self
 from aiohttp import web
 from pydantic import JsonValue
 
+from autocad_bench.providers.models import TokenUsage
+
 __all__ = [
     "RecordedRequest",
     "Reply",
@@ -48,6 +54,10 @@ __all__ = [
     "WireServer",
     "sse_body",
 ]
+
+TOOL_NAME = "computer_action"
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
+_ARGUMENT_KEYS = ("arguments", "input")
 
 
 def sse_body(events: Iterable[tuple[str | None, JsonValue | str]]) -> bytes:
@@ -279,6 +289,63 @@ class WireServer:
             headers=headers,
         )
 
+    def refusal_reply(self, text: str) -> Reply:
+        """A successful response in which the model refuses (no tool call).
+
+        Override it with the format's own refusal (a ``refusal`` content part, a
+        ``refusal`` stop reason, a content filter); the default is :meth:`text_reply`.
+        """
+        return self.text_reply(text)
+
+    def billed_usage(self) -> TokenUsage:
+        """The :class:`TokenUsage` a provider must report for one reply built by this fake.
+
+        The cost check of the conformance suite compares every turn's usage with it, so it
+        states the provider's documented reading of the format's ``usage`` object (which
+        counts include cached tokens, where reasoning tokens are). Must be overridden.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement billed_usage() (the usage one reply bills) for the cost check")
+
+    def tool_declarations(self, body: JsonValue) -> list[JsonValue]:
+        """The JSON schemas of every ``computer_action`` tool a request body declares.
+
+        The default finds, anywhere in the body, an object named ``computer_action`` with a
+        ``parameters`` (Responses, Chat Completions), ``input_schema`` (Messages) or
+        ``inputSchema`` (Converse, whose schema is under ``json``) member.
+        """
+        found: list[JsonValue] = []
+        for node in _named_objects(body, TOOL_NAME):
+            for key in _SCHEMA_KEYS:
+                if key in node:
+                    schema = node[key]
+                    if key == "inputSchema" and isinstance(schema, dict) and "json" in schema:
+                        schema = schema["json"]
+                    found.append(schema)
+                    break
+        return found
+
+    def replayed_calls(self, body: JsonValue) -> list[JsonValue]:
+        """The arguments of every past ``computer_action`` call a request body replays.
+
+        The default finds objects named ``computer_action`` with an ``arguments`` (a JSON
+        string, parsed here; an unparsable one is returned as the string) or ``input``
+        member and no schema member.
+        """
+        calls: list[JsonValue] = []
+        for node in _named_objects(body, TOOL_NAME):
+            if any(key in node for key in _SCHEMA_KEYS):
+                continue
+            for key in _ARGUMENT_KEYS:
+                if key in node:
+                    value = node[key]
+                    if isinstance(value, str):
+                        with contextlib.suppress(ValueError):
+                            value = json.loads(value)
+                    calls.append(value)
+                    break
+        return calls
+
     def extra_routes(self) -> Mapping[tuple[str, str], ExtraHandler]:
         """Non-model endpoints: ``{(method, path suffix): handler}`` (default: none)."""
         return {}
@@ -309,6 +376,10 @@ class WireServer:
     def push_reset(self) -> None:
         """Queue a dropped connection."""
         self.push(Reply.connection_reset())
+
+    def push_refusal(self, text: str = "I can't help with that.") -> None:
+        """Queue a refusal (see :meth:`refusal_reply`)."""
+        self.push(self.refusal_reply(text))
 
     # --- internals -------------------------------------------------------------------------
 
@@ -387,6 +458,19 @@ class WireServer:
             return web.Response(status=204)
         headers = {"Content-Type": reply.content_type, **dict(reply.headers)}
         return web.Response(status=reply.status, body=reply.body, headers=headers)
+
+
+def _named_objects(value: JsonValue, name: str) -> Iterable[dict[str, Any]]:
+    """Every JSON object under ``value`` (itself included) whose ``name`` member is ``name``."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("name") == name:
+                yield node
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
 
 
 _ERROR_TYPES = {
@@ -478,6 +562,23 @@ class ResponsesWire(WireServer):
     def malformed_arguments_reply(self, raw: str, *, call_id: str,
                                   usage: Mapping[str, int] | None = None) -> Reply:
         return Reply.json(self.response_body([self.function_call_item(raw, call_id=call_id)], usage=usage))
+
+    def refusal_reply(self, text: str, *, usage: Mapping[str, int] | None = None) -> Reply:
+        """An assistant message whose only content part is a ``refusal``."""
+        message = {
+            "type": "message",
+            "id": self.next_id("msg"),
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "refusal", "refusal": text}],
+        }
+        return Reply.json(self.response_body([message], usage=usage))
+
+    def billed_usage(self) -> TokenUsage:
+        """``input_tokens`` includes the cached tokens; ``reasoning_tokens`` is part of ``output_tokens``."""
+        u = self.usage
+        return TokenUsage(input_tokens=u["input_tokens"] - u["cached_tokens"], cached_input_tokens=u["cached_tokens"],
+                          output_tokens=u["output_tokens"], reasoning_tokens=u["reasoning_tokens"])
 
     def extra_routes(self) -> Mapping[tuple[str, str], ExtraHandler]:
         return {("GET", "/models"): self._list_models}

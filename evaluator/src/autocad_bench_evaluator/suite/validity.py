@@ -1,11 +1,9 @@
 """Prove the LibreCAD tasks solvable on a real desktop, and that scoring separates good from bad.
 
-For each task and *variant* this starts LibreCAD (through the broker's
-:class:`~autocad_bench_broker.apps.librecad.LibreCADAdapter`) on a fresh copy of the template
-in a private Xvfb display, replays the variant's action batches with the real
-:class:`~autocad_bench_broker.drivers.input.PyAutoGUIDriver` (``apply_action`` per action,
-then the broker's post-batch settle), checkpoints the drawing through the adapter's trusted
-save, and scores it against the gold with the evaluator's deterministic scoring:
+For each task and *variant* a desktop (a *rig*) starts the CAD application on a fresh copy of
+the template, replays the variant's action batches, saves the drawing through the
+application's trusted save, and this module scores it against the gold with the evaluator's
+deterministic scoring:
 
 * ``oracle``: ``solution.librecad.jsonl``, must score 1.0 and pass;
 * ``noop``: a single ``done`` batch, must score 0;
@@ -13,16 +11,18 @@ save, and scores it against the gold with the evaluator's deterministic scoring:
   between 0 and 1.
 
 :func:`run_validity` spreads the runs over ``workers`` independent desktops: every worker is a
-separate process (``spawn`` context) that owns one :class:`LibreCADRig` (its own Xvfb display,
-capture, input driver and LibreCAD adapter) and reuses it for all its runs, restarting
-LibreCAD with a fresh HOME for each run. The parent hands out one run at a time and returns
+separate process (``spawn`` context) that owns one rig, built by the ``rig_factory`` it is
+given, and reuses it for all its runs. The parent hands out one run at a time and returns
 the results in task order, then variant order, whatever order they finish in. A worker that
 dies (or overruns ``run_timeout_s``) costs only the run it had in hand, which is reported with
-an ``error``; the parent kills whatever the dead worker left behind (its Xvfb server and any
-LibreCAD on that display) and starts a replacement if the worker had completed a run before.
+an ``error``; the parent asks the factory to kill whatever the dead worker left behind
+(``rig_factory.kill_leftovers``) and starts a replacement if the worker had completed a run
+before.
 
-Needs the broker distribution (``autocad-bench-broker``), Xvfb, xdotool and LibreCAD; run
-``python -m autocad_bench_evaluator.suite.validity --help``.
+The evaluator does not drive desktops and does not depend on the broker: the LibreCAD rig
+lives where the broker and the evaluator meet, in the ``local-xvfb`` backend
+(:mod:`autocad_bench_xvfb.suite_validity`); run ``python -m autocad_bench_xvfb.suite_validity
+--help``.
 """
 
 from __future__ import annotations
@@ -41,14 +41,12 @@ import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from autocad_bench.actions import ACTION_ADAPTER
 from autocad_bench_evaluator.metadata import DrawingMetadata, read_drawing
 from autocad_bench_evaluator.scoring import ScoreReport, score_drawing
 from autocad_bench_evaluator.suite import registry
@@ -56,11 +54,6 @@ from autocad_bench_evaluator.suite.librecad import noop_jsonl
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
-
-    from autocad_bench_broker.apps.librecad import LibreCADAdapter
-    from autocad_bench_broker.display import XvfbDisplay
-    from autocad_bench_broker.drivers.capture import MssCapture
-    from autocad_bench_broker.drivers.input import PyAutoGUIDriver
 
 Variant = Literal["oracle", "noop", "perturbed"]
 VARIANTS: tuple[Variant, ...] = ("oracle", "noop", "perturbed")
@@ -159,105 +152,6 @@ def per_family(task_ids: Sequence[str]) -> list[str]:
 # -- one desktop ---------------------------------------------------------------------------------
 
 
-class LibreCADRig:
-    """A private Xvfb display with capture, real input and a LibreCAD adapter, reused per run."""
-
-    def __init__(self, workdir: Path, *, width: int = 1920, height: int = 1080) -> None:
-        from autocad_bench_broker.apps.librecad import LibreCADAdapter, LibreCADConfig
-        from autocad_bench_broker.display import XvfbDisplay
-        from autocad_bench_broker.drivers.capture import MssCapture, StabilityPolicy
-        from autocad_bench_broker.drivers.input import PyAutoGUIDriver
-
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.display: XvfbDisplay = XvfbDisplay(width, height, log_path=self.workdir / "xvfb.log")
-        name = self.display.start()
-        try:
-            self.capture: MssCapture = MssCapture(name)
-            self.driver: PyAutoGUIDriver = PyAutoGUIDriver(name)
-            # The drawing is checkpointed before every restart, so a quick SIGKILL is harmless.
-            config = LibreCADConfig(term_timeout_s=0.3)
-            self.adapter: LibreCADAdapter = LibreCADAdapter(
-                name, self.workdir / "librecad", self.capture, config=config
-            )
-        except BaseException:
-            self.display.stop()
-            raise
-        self.settle = StabilityPolicy(window_s=1.5, interval_s=0.1, settle_s=0.1)
-
-    @property
-    def display_name(self) -> str:
-        return self.display.name
-
-    def close(self) -> None:
-        try:
-            self.adapter.kill()
-            self.adapter.close()
-            self.driver.close()
-            self.capture.close()
-        finally:
-            self.display.stop()
-
-    def run(
-        self, task: registry.SuiteTask, variant: Variant, attempt: Path, frame_path: Path | None = None
-    ) -> RunResult:
-        """Launch on a fresh template copy, replay, checkpoint, score; never raises for a bad run.
-
-        ``frame_path`` receives the settled screen after the last batch (PNG).
-        """
-        from autocad_bench_broker.drivers.capture import stable_frame
-        from autocad_bench_broker.drivers.dispatch import apply_action
-
-        started = time.monotonic()
-        batches = parse_batches(variant_jsonl(task, variant))
-        count = sum(len(batch) for batch in batches)
-
-        def failed(error: str, launch_s: float = 0.0, replay_s: float = 0.0) -> RunResult:
-            return RunResult(
-                task.task_id,
-                variant,
-                None,
-                len(batches),
-                count,
-                launch_s,
-                replay_s,
-                round(time.monotonic() - started, 3),
-                error,
-            )
-
-        try:
-            self.adapter.launch(task.template_path, attempt)
-        except Exception as error:  # launch errors are reported per run
-            return failed(f"launch: {error}")
-        ready = self.adapter.verify_ready()
-        launch_s = round(time.monotonic() - started, 3)
-        if not ready.ok:
-            return failed(f"not ready: {list(ready.evidence.failures)}", launch_s)
-        replay_started = time.monotonic()
-        frame = ready.frame
-        try:
-            for batch in batches:
-                for raw in batch:
-                    apply_action(self.driver, ACTION_ADAPTER.validate_python(raw))
-                frame, _ = stable_frame(self.capture, self.settle)
-        except Exception as error:  # e.g. the X server went away under the driver
-            return failed(f"replay: {type(error).__name__}: {error}", launch_s)
-        if frame_path is not None and frame is not None:
-            frame_path.parent.mkdir(parents=True, exist_ok=True)
-            frame.to_image().save(frame_path)
-        replay_s = round(time.monotonic() - replay_started, 3)
-        checkpoint = self.adapter.checkpoint()
-        if not checkpoint.ok:
-            return failed(f"checkpoint: {checkpoint.error}", launch_s, replay_s)
-        try:
-            report = score_attempt(task, attempt)
-        except Exception as error:
-            return failed(f"score: {error}", launch_s, replay_s)
-        return RunResult(
-            task.task_id, variant, report, len(batches), count, launch_s, replay_s, round(time.monotonic() - started, 3)
-        )
-
-
 def score_attempt(task: registry.SuiteTask, attempt: Path) -> ScoreReport:
     """The evaluator's score of the drawing at ``attempt`` against the task's gold."""
     spec = task.scoring
@@ -271,25 +165,12 @@ def score_attempt(task: registry.SuiteTask, attempt: Path) -> ScoreReport:
     return score_drawing(gold, candidate, spec, EVALUATOR_VERSION)
 
 
-@contextmanager
-def librecad_rig(workdir: Path | None = None) -> Iterator[LibreCADRig]:
-    """A :class:`LibreCADRig` in ``workdir`` (a temporary directory by default), closed on exit."""
-    temporary = workdir is None
-    root = Path(tempfile.mkdtemp(prefix="autocad-bench-validity-")) if workdir is None else Path(workdir)
-    rig = LibreCADRig(root)
-    try:
-        yield rig
-    finally:
-        rig.close()
-        if temporary:
-            shutil.rmtree(root, ignore_errors=True)
-
-
 # -- parallel desktops ---------------------------------------------------------------------------
 
 
 class Rig(Protocol):
-    """What a worker needs of a desktop (:class:`LibreCADRig`; tests substitute fakes)."""
+    """What a worker needs of a desktop (``autocad_bench_xvfb.suite_validity.LibreCADRig``;
+    tests substitute fakes)."""
 
     workdir: Path
 
@@ -304,6 +185,9 @@ class Rig(Protocol):
 
 
 RigFactory = Callable[[Path], Rig]
+"""Builds a worker's rig from its directory; must be picklable (a class or module function).
+It may also offer ``kill_leftovers(marker, display) -> list[int]``, called for a worker that
+died, to stop the processes it left behind."""
 
 
 def _run_one(rig: Rig, task_id: str, variant: Variant, keep: Path | None) -> RunResult:
@@ -352,39 +236,6 @@ def _worker_main(conn: Connection, workdir: str, keep: str | None, marker: str, 
         pass
     finally:
         rig.close()
-
-
-def _marked_pids(marker: str) -> list[int]:
-    """Processes whose initial environment carries ``WORKER_MARKER=marker``."""
-    from autocad_bench_broker.procgroup import process_environ
-
-    found = []
-    for entry in Path("/proc").iterdir():
-        pid = int(entry.name) if entry.name.isdigit() else None
-        if pid is not None and pid != os.getpid() and process_environ(pid).get(WORKER_MARKER) == marker:
-            found.append(pid)
-    return found
-
-
-def kill_leftovers(marker: str, display: str | None) -> list[int]:
-    """Kill the process groups a dead worker left behind: its Xvfb and LibreCAD on its display.
-
-    Returns the group ids that were signalled. Only processes started by that worker are
-    touched: the Xvfb carries the worker's marker and LibreCAD runs on its private display.
-    """
-    from autocad_bench_broker.procgroup import find_processes, kill_process_group
-
-    pids = set(_marked_pids(marker))
-    if display is not None:
-        pids.update(find_processes("librecad", {"DISPLAY": display}))
-    groups: set[int] = set()
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            groups.add(os.getpgid(pid))
-    groups.discard(os.getpgid(0))  # never our own group
-    for pgid in sorted(groups):
-        kill_process_group(pgid, term_timeout_s=1.0, kill_timeout_s=3.0)
-    return sorted(groups)
 
 
 @dataclass(slots=True)
@@ -514,7 +365,7 @@ class _Scheduler:
                 f"worker {worker.index} {why or f'exited with code {process.exitcode}'} before its rig was ready"
             )
         if not clean_exit:
-            kill_leftovers(worker.marker, worker.display)
+            self.kill_leftovers(worker)
         worker.conn.close()
         if worker.position is not None:
             position, worker.position = worker.position, None
@@ -566,7 +417,12 @@ class _Scheduler:
             with contextlib.suppress(OSError):
                 worker.conn.close()
             if worker.process.exitcode != 0:
-                kill_leftovers(worker.marker, worker.display)
+                self.kill_leftovers(worker)
+
+    def kill_leftovers(self, worker: _Worker) -> None:
+        killer = getattr(self.rig_factory, "kill_leftovers", None)
+        if killer is not None:
+            killer(worker.marker, worker.display)
 
     def finish(self) -> list[RunResult]:
         reason = "no worker was left to run it"
@@ -587,7 +443,7 @@ def run_validity(
     keep: Path | None = None,
     progress: bool = False,
     run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S,
-    rig_factory: RigFactory = LibreCADRig,
+    rig_factory: RigFactory,
 ) -> list[RunResult]:
     """Replay every (task, variant) on ``workers`` parallel desktops (default :data:`DEFAULT_WORKERS`).
 
@@ -795,7 +651,16 @@ def results_json(results: Sequence[RunResult]) -> list[dict[str, Any]]:
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, rig_factory: RigFactory | None = None) -> int:
+    """The validity command line on ``rig_factory``'s desktops (exit 0 when every outcome is expected).
+
+    Without a factory (``python -m autocad_bench_evaluator.suite.validity``, deprecated) it
+    says where the command moved and exits 2: the evaluator has no desktop of its own.
+    """
+    if rig_factory is None:
+        print("the validity replay moved to the local-xvfb backend, where the LibreCAD desktop is: "
+              "python -m autocad_bench_xvfb.suite_validity", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description="Replay the LibreCAD reference solutions and score them.")
     parser.add_argument("--suite", help="named suite to run (default: librecad-2d)")
     parser.add_argument("--tasks", nargs="*", help="task ids (overrides --suite)")
@@ -838,7 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     try:
         results = run_validity(
-            task_ids, variants, workers=workers, keep=args.keep, progress=True, run_timeout_s=args.run_timeout
+            task_ids, variants, workers=workers, keep=args.keep, progress=True, run_timeout_s=args.run_timeout,
+            rig_factory=rig_factory,
         )
     except KeyboardInterrupt:
         print("interrupted: every worker and desktop was stopped", file=sys.stderr)

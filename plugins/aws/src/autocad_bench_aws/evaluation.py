@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autocad_bench.errors import missing_extra_message
 from autocad_bench.harness.layout import RolloutPaths
 from autocad_bench.infrastructure import EvaluationArguments
 from autocad_bench.storage import atomic_write_bytes, atomic_write_json
@@ -57,9 +58,8 @@ def plan_evaluation(arguments: EvaluationArguments, prefix: str) -> EvaluationPl
             "deliberately unevaluated run)")
     try:
         import autocad_bench_evaluator.evaluate  # noqa: F401
-    except ImportError as error:
-        raise EvaluationUnavailable(f"the evaluator is not installed ({error}); pip install "
-                                    "\"autocad-bench[evaluator]\"") from None
+    except ImportError:
+        raise EvaluationUnavailable(missing_extra_message("the evaluator", "evaluator")) from None
     assert arguments.bucket and arguments.gold_cache and arguments.evaluator_version
     return EvaluationPlan(arguments, arguments.bucket, prefix.strip("/"), Path(arguments.gold_cache),
                           arguments.evaluator_version)

@@ -8,11 +8,12 @@ comes from the lifecycle's environment, never from the child's.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable, Mapping
 
-from autocad_bench.evaluation import EVALUATOR_HINT, evaluate_rollout
+from autocad_bench.errors import PluginError
+from autocad_bench.evaluation import evaluate_rollout
+from autocad_bench.evaluators import select_evaluator
 from autocad_bench.infrastructure import RolloutLaunchRequest
 from autocad_bench_xvfb.logs import LifecycleLog
 
@@ -35,9 +36,11 @@ def resolve_evaluator(request: RolloutLaunchRequest, environ: Mapping[str, str] 
     """
     if not request.evaluation.enabled:
         return None
-    if importlib.util.find_spec("autocad_bench_evaluator") is None:
-        raise EvaluationUnavailable(f"{NO_EVALUATOR} ({EVALUATOR_HINT}); set \"evaluation\": "
-                                    "{\"enabled\": false} for a deliberately unevaluated run")
+    try:
+        select_evaluator(request.evaluation.evaluator)
+    except PluginError as error:
+        raise EvaluationUnavailable(f"{NO_EVALUATOR}: {error}; set \"evaluation\": "
+                                    "{\"enabled\": false} for a deliberately unevaluated run") from None
     env = dict(os.environ if environ is None else environ)
 
     def run(log: LifecycleLog) -> int:

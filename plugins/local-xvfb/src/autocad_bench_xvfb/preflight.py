@@ -14,11 +14,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from autocad_bench.errors import missing_extra_message
 from autocad_bench.infrastructure import CheckResult, PreflightReport, PreflightRequest
 from autocad_bench_xvfb.settings import LocalXvfbSettings, Tool
 
 INSTALL_HINT = "apt-get install -y xvfb librecad xdotool"
-BROKER_HINT = 'pip install "autocad-bench[broker]"'
 TOOLS: tuple[tuple[Tool, str], ...] = (("xvfb", "Xvfb"), ("librecad", "LibreCAD"), ("xdotool", "xdotool"))
 
 
@@ -59,7 +59,7 @@ def broker_check(broker_command: Sequence[str], default: bool) -> CheckResult:
                            reason=f"broker command {program!r} {'found' if found else 'not found'}")
     if importlib.util.find_spec("autocad_bench_broker") is None:
         return CheckResult(name="broker", passed=False,
-                           reason=f"the broker package autocad_bench_broker is not importable: {BROKER_HINT}")
+                           reason=missing_extra_message("the broker package autocad_bench_broker", "broker"))
     try:
         server = importlib.util.find_spec("autocad_bench_broker.__main__")
     except (ImportError, ValueError):

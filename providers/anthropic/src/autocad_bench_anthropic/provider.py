@@ -11,11 +11,9 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from autocad_bench.errors import Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
-from autocad_bench.validation import problems_from_validation_error
 from autocad_bench_anthropic.options import COMPACTION_EDIT, CREDENTIAL_ENV, AnthropicOptions
 from autocad_bench_anthropic.session import AnthropicSession
 
@@ -27,18 +25,7 @@ class AnthropicProvider(ModelProvider):
 
     name: ClassVar[str] = "anthropic"
     credential_env: ClassVar[tuple[str, ...]] = (CREDENTIAL_ENV,)
-
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        problems: list[Problem] = []
-        if not isinstance(model.model, str) or not model.model.strip():
-            problems.append(Problem(f"{location}.model", "model id must not be empty"))
-        try:
-            AnthropicOptions.model_validate(model.options)
-        except ValidationError as error:
-            problems.extend(problems_from_validation_error(error, f"{location}.provider_options"))
-        except Exception as error:  # never raise on junk input
-            problems.append(Problem(f"{location}.provider_options", f"invalid options: {type(error).__name__}"))
-        return problems
+    options_model: ClassVar[type[AnthropicOptions]] = AnthropicOptions
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Look each id up with ``GET /v1/models/{id}`` (read-only, SDK retries off)."""

@@ -6,9 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.providers.support.specs import spec_problems
 
 REGION_PATTERN = r"^[a-z]{2,8}(-[a-z0-9]+)+-\d+$"
 
@@ -39,7 +37,3 @@ class BedrockOptions(BaseModel):
 def parse_options(model: ModelSpec) -> BedrockOptions:
     return BedrockOptions.model_validate(model.options)
 
-
-def option_problems(model: ModelSpec, location: str) -> list[Problem]:
-    """Located problems of a Bedrock model spec (never raises)."""
-    return spec_problems(model, location, parse_options)[0]

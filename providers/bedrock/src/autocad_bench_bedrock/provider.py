@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from autocad_bench.errors import Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 
-from .options import option_problems, parse_options
+from .options import BedrockOptions, parse_options
 
 
 class BedrockProvider(ModelProvider):
@@ -24,9 +23,7 @@ class BedrockProvider(ModelProvider):
     """None: the AWS standard chain (profile, SSO, roles) supplies credentials, so ``credential_names`` is empty."""
     catalog_region_option: ClassVar[str] = "region"
     catalog_profile_option: ClassVar[str] = "aws_profile"
-
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        return option_problems(model, location)
+    options_model: ClassVar[type[BedrockOptions]] = BedrockOptions
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         from .catalog import check_catalog

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.providers.support.specs import id_problems, spec_problems
 
 DEFAULT_BASE_URL = "https://api.fireworks.ai/inference/v1"
 PINNED_PROFILE = "fireworks-kimi-k2p6-fast-chat"
@@ -16,6 +16,8 @@ PINNED_MODEL = "accounts/fireworks/routers/kimi-k2p6-fast"
 PROFILE_THINKING_BUDGET = 1024
 PROFILE_MAX_TOKENS = 2048
 MiB = 1024 * 1024
+SERVICE_TIER_REFUSED = ("not supported: the Fast tier is selected by the router model id and excludes Priority "
+                        "service_tier")
 
 
 class FireworksOptions(BaseModel):
@@ -45,6 +47,13 @@ class FireworksOptions(BaseModel):
     summary_outcomes: int = Field(default=16, ge=1, le=64)
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
     telemetry: bool = True
+    service_tier: None = Field(default=None, exclude=True,
+                               description="refused: listed only to explain why (see the class docstring)")
+
+    @field_validator("service_tier", mode="before")
+    @classmethod
+    def _no_service_tier(cls, value: Any) -> None:
+        raise PydanticCustomError("service_tier_refused", SERVICE_TIER_REFUSED)
 
     @model_validator(mode="after")
     def _consistent(self) -> FireworksOptions:
@@ -72,19 +81,11 @@ def parse_options(model: ModelSpec) -> FireworksOptions:
     return FireworksOptions.model_validate(model.options)
 
 
-def option_problems(model: ModelSpec, location: str) -> list[Problem]:
-    """Located problems of a Fireworks model spec (never raises)."""
-    if "service_tier" in model.options:
-        return [*id_problems(model, location), Problem(
-            f"{location}.provider_options.service_tier",
-            "not supported: the Fast tier is selected by the router model id and excludes Priority service_tier",
-        )]
-    problems, options = spec_problems(model, location, parse_options)
-    if options is None:
-        return problems
+def profile_problems(model: ModelSpec, options: FireworksOptions, location: str) -> list[Problem]:
+    """The pinned profile names its model: any other id is a problem at ``{location}.model``."""
     if options.profile == PINNED_PROFILE and model.model != PINNED_MODEL:
-        problems.append(Problem(
+        return [Problem(
             f"{location}.model",
             f"profile {PINNED_PROFILE!r} pins model {PINNED_MODEL!r}, not {model.model!r}",
-        ))
-    return problems
+        )]
+    return []

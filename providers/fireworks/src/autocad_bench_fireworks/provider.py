@@ -17,7 +17,7 @@ from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 
-from .options import PINNED_MODEL, option_problems, parse_options
+from .options import PINNED_MODEL, FireworksOptions, parse_options, profile_problems
 
 API_KEY_ENV = "FIREWORKS_API_KEY"
 
@@ -29,9 +29,11 @@ class FireworksProvider(ModelProvider):
     credential_env: ClassVar[tuple[str, ...]] = (API_KEY_ENV,)
     pinned_models: ClassVar[tuple[str, ...]] = (PINNED_MODEL,)
     """Checked by ``autocad-bench-models`` when no configuration or model is named."""
+    options_model: ClassVar[type[FireworksOptions]] = FireworksOptions
 
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        return option_problems(model, location)
+    def check_options(self, model: ModelSpec, options: FireworksOptions, location: str) -> list[Problem]:
+        """The pinned profile pins its model id."""
+        return profile_problems(model, options, location)
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         from .catalog import check_catalog

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from autocad_bench.errors import Problem
 from autocad_bench.providers.models import ModelSpec
-from autocad_bench.providers.support.specs import spec_problems
 
 PINNED_PROFILE = "mantle-kimi-k2.5-chat"
 PINNED_MODEL = "moonshotai.kimi-k2.5"
@@ -83,11 +82,9 @@ def base_url(options: MantleOptions, region: str, environ: Mapping[str, str] | N
     return f"https://bedrock-mantle.{region}.api.aws/v1"
 
 
-def option_problems(model: ModelSpec, location: str) -> list[Problem]:
-    """Located problems of a Mantle model spec (never raises)."""
-    problems, options = spec_problems(model, location, parse_options)
-    if options is None:
-        return problems
+def model_problems(model: ModelSpec, options: MantleOptions, location: str) -> list[Problem]:
+    """Problems of ``options`` that depend on the model id: the pinned profile's model, chat-only models."""
+    problems: list[Problem] = []
     if options.profile == PINNED_PROFILE and model.model != PINNED_MODEL:
         problems.append(Problem(f"{location}.model",
                                 f"profile {PINNED_PROFILE!r} pins model {PINNED_MODEL!r}, not {model.model!r}"))

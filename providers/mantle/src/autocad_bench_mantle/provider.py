@@ -27,7 +27,7 @@ from autocad_bench.providers.models import (
 )
 from autocad_bench.providers.session import ProviderSession
 
-from .options import PINNED_MODEL, option_problems, parse_options
+from .options import PINNED_MODEL, MantleOptions, model_problems, parse_options
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -45,9 +45,11 @@ class MantleProvider(ModelProvider):
     """Checked by ``autocad-bench-models`` when no configuration or model is named."""
     catalog_region_option: ClassVar[str] = "region"
     catalog_profile_option: ClassVar[str] = "aws_profile"
+    options_model: ClassVar[type[MantleOptions]] = MantleOptions
 
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        return option_problems(model, location)
+    def check_options(self, model: ModelSpec, options: MantleOptions, location: str) -> list[Problem]:
+        """The pinned profile pins its model id; chat-only models refuse ``api: responses``."""
+        return model_problems(model, options, location)
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         from .catalog import check_catalog

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from autocad_bench.errors import Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 from autocad_bench.providers.support.catalog import check_per_base_url, not_checked
-from autocad_bench.providers.support.specs import spec_problems
 from autocad_bench_openai.options import BASE_URL_ENV, BaseUrl, OpenaiOptions, resolve_base_url
 from autocad_bench_openai.session import CREDENTIAL, OpenaiSession
 
@@ -41,12 +39,10 @@ class OpenaiProvider(ModelProvider):
     credential_env: ClassVar[tuple[str, ...]] = (CREDENTIAL,)
     optional_env: ClassVar[tuple[str, ...]] = (BASE_URL_ENV,)
     """Non-secret variables the provider reads when they are set (admission passes them on)."""
+    options_model: ClassVar[type[OpenaiOptions]] = OpenaiOptions
 
     def __repr__(self) -> str:
         return "OpenaiProvider()"
-
-    def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        return spec_problems(model, location, _parse)[0]
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Retrieve each model id from ``GET /models/{id}`` (read-only) when the key is set.

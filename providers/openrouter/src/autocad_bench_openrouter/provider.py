@@ -14,7 +14,6 @@ from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 from autocad_bench.providers.support.catalog import base_url_or_default, check_per_base_url, not_checked
-from autocad_bench.providers.support.specs import spec_problems
 from autocad_bench_openrouter.options import DEFAULT_BASE_URL, OpenrouterOptions
 from autocad_bench_openrouter.session import CREDENTIAL, OpenrouterSession
 
@@ -29,13 +28,15 @@ class OpenrouterProvider(ModelProvider):
 
     name: ClassVar[str] = "openrouter"
     credential_env: ClassVar[tuple[str, ...]] = (CREDENTIAL,)
+    options_model: ClassVar[type[OpenrouterOptions]] = OpenrouterOptions
 
     def __repr__(self) -> str:
         return "OpenrouterProvider()"
 
     def validate_model_spec(self, model: ModelSpec, location: str) -> list[Problem]:
-        problems, _ = spec_problems(model, location, _parse)
-        if model.model.strip() and "/" not in model.model:
+        """The base checks (id, :attr:`options_model`), after the ``vendor/model`` id check."""
+        problems = super().validate_model_spec(model, location)
+        if isinstance(model.model, str) and model.model.strip() and "/" not in model.model:
             problems.insert(0, Problem(f"{location}.model",
                                        "OpenRouter model ids are 'vendor/model' (e.g. 'anthropic/claude-sonnet-4.5')"))
         return problems

@@ -1,4 +1,9 @@
-"""Validation of a model spec: its id and its ``provider_options``, as located problems."""
+"""Validation of a model spec by hand: its id and its ``provider_options``, as located problems.
+
+Providers normally declare ``ModelProvider.options_model`` instead and let the base class
+validate (see :mod:`autocad_bench.providers.options`); these helpers remain for code that
+parses a spec outside a provider's ``validate_model_spec``.
+"""
 
 from __future__ import annotations
 
