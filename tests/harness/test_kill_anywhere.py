@@ -40,6 +40,17 @@ def _wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-unty
         time.sleep(0.01)
 
 
+def _failures(out) -> str:  # type: ignore[no-untyped-def]
+    """Why rollouts failed, from their results: the message a failing example needs."""
+    lines = []
+    for result in sorted((out / "rollouts").glob("*/result.json")):
+        data = json.loads(result.read_text())
+        if data.get("status") != "done":
+            lines.append(f"{data['rollout_id']} ({data['attempt_id']}): {data.get('failure_class')}: "
+                         f"{data.get('failure_detail')}")
+    return "\n".join(lines) + "\n"
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["shared", "subprocess"]), stop=st.sampled_from(STOPS),
        after=st.integers(min_value=1, max_value=4))
@@ -83,7 +94,7 @@ def test_any_stop_then_resume_injects_every_action_once(
         assert plan.returncode == 0, plan.stdout + plan.stderr
         resumed = subprocess.run(["autocad-bench-resume", str(out), "--execute"], env=env, capture_output=True,
                                  text=True, timeout=300)
-        assert resumed.returncode == 0, plan.stdout + resumed.stdout + resumed.stderr
+        assert resumed.returncode == 0, _failures(out) + resumed.stderr
         injected = Counter((item.request_id, item.index) for b in brokers for item in b.injected)
     twice = [key for key, count in injected.items() if count > 1]
     assert not twice, f"injected more than once: {twice}"
