@@ -13,6 +13,8 @@ RolloutState = Literal["queued", "starting", "running", "evaluating", "done", "f
 
 
 class BatchEvent(StrictModel):
+    """Sent to ``batch_started`` and ``batch_finished`` observers; ``summary`` holds the rollout state counts."""
+
     batch_id: str
     output_dir: str
     infrastructure_backend: str
@@ -22,6 +24,10 @@ class BatchEvent(StrictModel):
 
 
 class RolloutStateEvent(StrictModel):
+    """Sent to ``rollout_state_changed`` observers each time a rollout moves to another state
+    (``previous`` is ``None`` for its first).
+    """
+
     batch_id: str
     rollout_id: str
     previous: RolloutState | None
@@ -31,10 +37,19 @@ class RolloutStateEvent(StrictModel):
 
 
 class ModelTurnEvent(StrictModel):
+    """Sent to ``model_turn_recorded`` observers once a model turn is written to the trace.
+
+    Read by the controller from the rollout's ``model_turn_summaries.jsonl``, so it arrives
+    in shared and in subprocess mode alike, within a fraction of a second of the turn.
+    """
+
     batch_id: str
     rollout_id: str
     turn_index: int
     valid: bool
+    """Whether the turn's action batch passed validation."""
     actions: int
+    """Actions the turn executed (0 for an invalid turn)."""
     cost_usd: float
+    """The rollout's token spend so far, this turn included."""
     at: datetime

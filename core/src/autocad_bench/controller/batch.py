@@ -50,6 +50,7 @@ from autocad_bench.controller.summary import (
     read_scores,
     write_summary,
 )
+from autocad_bench.controller.turns import TurnFeed
 from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
 from autocad_bench.costs.concurrency import ActiveRolloutRegistry
 from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
@@ -111,6 +112,7 @@ class BatchRunner:
         """The operator's stop (signals); distinct from ``_stop``, which ends the monitor."""
         self._registry = self._global_registry()
         self.publisher: TracePublisher | None = None
+        self.turns = TurnFeed(host, self.batch_id, output_dir)
 
     # --- entry --------------------------------------------------------------------------
 
@@ -132,6 +134,7 @@ class BatchRunner:
             wave = max(1, self.admission.report.admitted_wave)
             raise_open_file_limit(wave * FILES_PER_SHARED_ROLLOUT + FILES_FOR_THE_CONTROLLER)
         self.host.notify("batch_started", event=self._batch_event())
+        self.turns.skip_existing(work)
         monitor = threading.Thread(target=self._monitor, name="rollout-monitor", daemon=True)
         monitor.start()
         try:
@@ -144,6 +147,7 @@ class BatchRunner:
         finally:
             self._stop.set()
             monitor.join(timeout=5)
+            self.turns.poll(work)  # the last turns of rollouts that ended since the last poll
             self._reconcile()
             if self.stop.is_set():
                 self.store.update(finished_at=utcnow(), status="interrupted", interruption=self._interruption())
@@ -335,6 +339,8 @@ class BatchRunner:
                    **changes: object) -> None:
         before, after = self.store.update_rollout(rollout_id, only_from=only_from, state=state, **changes)
         if before.state != after.state:
+            if after.state in ("done", "failed"):
+                self.turns.poll([rollout_id])  # its last turns reach observers before its end
             self.host.notify("rollout_state_changed", event=RolloutStateEvent(
                 batch_id=self.batch_id, rollout_id=rollout_id, previous=before.state, state=after.state,
                 at=utcnow()))
@@ -342,6 +348,8 @@ class BatchRunner:
     def _monitor(self) -> None:
         """Promote starting -> running -> evaluating from what each pilot writes."""
         while not self._stop.wait(POLL_S):
+            self.turns.poll(r.rollout_id for r in self.store.state.rollouts
+                            if r.state in ("starting", "running", "evaluating"))
             for entry in self.store.state.rollouts:
                 if entry.state not in ("starting", "running"):
                     continue

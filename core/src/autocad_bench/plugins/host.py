@@ -148,6 +148,10 @@ class PluginHost:
 
     # --- observer broadcast ------------------------------------------------------------
 
+    def has_implementations(self, hook: str) -> bool:
+        """Whether any registered plugin implements ``hook`` (lets callers skip building events)."""
+        return bool(getattr(self._pm.hook, hook).get_hookimpls())
+
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Deliver an observer event to every implementation; a failing observer is logged."""
         if hook not in hookspecs.OBSERVER_HOOKS:
