@@ -49,6 +49,7 @@ from autocad_bench_evaluator.suite.validity import (  # noqa: E402
     per_family,
     run_validity,
 )
+
 from autocad_bench_xvfb.suite_validity import LibreCADRig  # noqa: E402
 from autocad_bench_xvfb.suite_validity import main as validity_main  # noqa: E402
 

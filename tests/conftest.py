@@ -12,15 +12,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+_IDLE_STATUS = (b'{"state": "idle", "session_id": null, "task_id": null, "attempt_id": null, '
+                b'"next_index": 0, "last_frame_sequence": null, "checkpoints": []}')
+
+
 class _HealthHandler(http.server.BaseHTTPRequestHandler):
+    """An authenticated /health, and a /status with no session (a broker nobody leased)."""
+
     token = ""
 
     def do_GET(self) -> None:
-        ok = self.path == "/health" and self.headers.get("Authorization") == f"Bearer {self.token}"
-        self.send_response(200 if ok else 401)
+        authorized = self.headers.get("Authorization") == f"Bearer {self.token}"
+        body = {"/health": b'{"status": "ok"}', "/status": _IDLE_STATUS}.get(self.path) if authorized else None
+        self.send_response(200 if body is not None else 401)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
-        self.wfile.write(b'{"status": "ok"}' if ok else b"{}")
+        self.wfile.write(body if body is not None else b"{}")
 
     def log_message(self, format: str, *args: object) -> None:
         return None

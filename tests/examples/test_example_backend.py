@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from autocad_bench.broker.protocol import Route
 from autocad_bench.infrastructure import InfrastructureSpec
 from autocad_bench.testing import BackendConformance
+from autocad_bench.testing.backend_conformance import ConformanceOptions
+from autocad_bench.testing.fake_broker import Fault, FaultKind
 from example_autocad_backend import ExamplePoolPlugin
 from tests.core.batch_configs import pool_config, write
+from tests.harness.brokers import fake_brokers
+from tests.harness.test_batch_execute import SECRETS, batch_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,14 +32,100 @@ class TestExamplePoolConformance(BackendConformance):
         return ExamplePoolPlugin()
 
     @pytest.fixture
-    def valid_spec(self, tmp_path: Path, health_server: tuple[str, str],
-                   monkeypatch: pytest.MonkeyPatch) -> InfrastructureSpec:
-        url, token = health_server
-        monkeypatch.setenv("EXAMPLE_POOL_TOKEN", token)
-        return InfrastructureSpec(backend="example-pool", broker_version="windows-autocad-2019-v11",
-                                  settings={"workers": [url], "token_env": "EXAMPLE_POOL_TOKEN",
-                                            "lease_dir": str(tmp_path / "leases")})
+    def valid_spec(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InfrastructureSpec]:
+        # A full fake broker, not only /health: the pool clears a dead holder's session on lease.
+        with fake_brokers(1, token="example-pool-conformance-token-7") as brokers:
+            monkeypatch.setenv("EXAMPLE_POOL_TOKEN", brokers[0].token)
+            yield InfrastructureSpec(backend="example-pool", broker_version="windows-autocad-2019-v11",
+                                     settings={"workers": [brokers[0].url], "token_env": "EXAMPLE_POOL_TOKEN",
+                                               "lease_dir": str(tmp_path / "leases")})
 
+    @pytest.fixture
+    def conformance_options(self) -> ConformanceOptions:
+        """The wrapper stops its child within 20 s of a SIGTERM, well inside this grace."""
+        return ConformanceOptions(check_timeout_s=60.0, cancel_grace_s=25.0)
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _execute(tmp_path: Path, config: dict[str, object], token: str) -> subprocess.Popen[str]:
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(config))
+    return subprocess.Popen(
+        ["autocad-bench-batch", "--config", str(path), "--execute", "--output-dir", str(tmp_path / "out")],
+        env={**os.environ, **SECRETS, "EXAMPLE_POOL_TOKEN": token}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("mode", ["subprocess", "shared"])
+def test_a_batch_executes_through_the_controller_and_frees_every_lease(tmp_path: Path, mode: str) -> None:
+    """Two rollouts on a one-desktop pool: the second runs only once the first released the lease."""
+    with fake_brokers(1, token="example-pool-broker-token-41") as brokers:
+        config = {**batch_config(brokers, tmp_path / "leases", mode), "max_concurrency": 1}
+        controller = _execute(tmp_path, config, brokers[0].token)
+        out, err = controller.communicate(timeout=300)
+        assert controller.returncode == 0, out + err
+        assert [item.index for item in brokers[0].injected] == list(range(19)) * 2
+    state = json.loads((tmp_path / "out" / "batch-state.json").read_text())
+    assert [r["state"] for r in state["rollouts"]] == ["done", "done"]
+    assert {r["infrastructure_backend"] for r in state["rollouts"]} == {"example-pool"}
+    assert list((tmp_path / "leases").iterdir()) == []
+    assert json.loads((tmp_path / "out" / "reconcile.json").read_text()) == {"cleaned": [], "errors": []}
+
+
+@pytest.mark.parametrize("mode", ["subprocess", "shared"])
+def test_stopping_the_controller_mid_rollout_still_releases_the_lease(tmp_path: Path, mode: str) -> None:
+    """SIGTERM reaches the wrapper's process group: the lease must still be released (it was not)."""
+    with fake_brokers(1, token="example-pool-broker-token-42") as brokers:
+        broker = brokers[0]
+        broker.add_faults(Fault(FaultKind.DELAY, Route.ACTIONS, delay_s=3.0))
+        controller = _execute(tmp_path, batch_config(brokers, tmp_path / "leases", mode, rollouts=1),
+                              broker.token)
+        try:
+            _wait_for(lambda: any(r.route == Route.ACTIONS.value for r in broker.requests)
+                      or controller.poll() is not None)
+            assert list((tmp_path / "leases").glob("*.lease")), "the rollout holds its desktop while it runs"
+            controller.send_signal(signal.SIGTERM)
+            out, err = controller.communicate(timeout=120)
+        finally:
+            if controller.poll() is None:
+                os.killpg(controller.pid, signal.SIGKILL)
+    assert controller.returncode == 128 + signal.SIGTERM, out + err
+    assert list((tmp_path / "leases").iterdir()) == [], "the lease outlived the stopped rollout"
+    # Released by the rollout's own cleanup, not by the batch-exit reap (which found nothing).
+    assert json.loads((tmp_path / "out" / "reconcile.json").read_text()) == {"cleaned": [], "errors": []}
+    state = json.loads((tmp_path / "out" / "batch-state.json").read_text())
+    assert state["rollouts"][0]["state"] in ("done", "failed")
+
+
+def test_a_lease_whose_holder_died_is_not_counted_as_free_capacity(tmp_path: Path,
+                                                                   health_server: tuple[str, str]) -> None:
+    """Preflight and the lease code agree: a stale lease blocks its desktop until it is reaped."""
+    url, token = health_server
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (leases / "0.lease").write_text(json.dumps({"batch_id": "crashed", "rollout_id": "r9", "pid": gone.pid}))
+    config = write(tmp_path, pool_config([url], leases))
+    env = {**os.environ, "EXAMPLE_POOL_TOKEN": token}
+    result = subprocess.run(["autocad-bench-batch", "--config", str(config)], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode != 0, result.stdout
+    assert "held by a lease whose process is gone" in result.stdout + result.stderr
+    from autocad_bench.infrastructure import ReapRequest
+
+    plugin = ExamplePoolPlugin()
+    spec = InfrastructureSpec.model_validate(json.loads(config.read_text())["infrastructure"])
+    assert plugin.reap_batch(ReapRequest(batch_id="crashed", spec=spec)).cleaned == (f"lease 0 ({url})",)
+    result = subprocess.run(["autocad-bench-batch", "--config", str(config)], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_installed_entry_point_is_selected_by_name_from_a_config_file(

@@ -13,9 +13,13 @@ import pytest
 from autocad_bench.infrastructure import InfrastructureSpec
 from autocad_bench.plugins import PluginHost
 from autocad_bench.testing import BackendConformance
+from autocad_bench.testing.backend_conformance import ConformanceOptions
 from autocad_bench_xvfb.plugin import LocalXvfbPlugin
 
-from .conftest import VERSION, processes_mentioning
+from .conftest import TEMPLATE, VERSION, needs_desktop, processes_mentioning
+
+
+@needs_desktop
 
 
 class TestLocalXvfbConformance(BackendConformance):
@@ -30,14 +34,23 @@ class TestLocalXvfbConformance(BackendConformance):
 
     @pytest.fixture
     def external_state(self, tmp_path: Path) -> Callable[[], Hashable]:
-        """Files under tmp_path (state dir included) and every child process of this test."""
+        """Files under tmp_path (the state dir's records included) and every process mentioning it.
+
+        The state directory itself may stay once created; every worker record and process in it
+        must go when a rollout ends and when its batch is reaped.
+        """
 
         def snapshot() -> Hashable:
-            files = tuple(sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")))
+            files = tuple(sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.is_dir()))
             children = tuple(pid for pid, _ in processes_mentioning(str(tmp_path)))
             return files, children
 
         return snapshot
+
+    @pytest.fixture
+    def conformance_options(self) -> ConformanceOptions:
+        """Every executed check, on a real Xvfb display with LibreCAD started on a template."""
+        return ConformanceOptions(check_timeout_s=180.0, cancel_grace_s=20.0, task_template=TEMPLATE)
 
 
 def test_the_installed_entry_point_is_this_plugin() -> None:

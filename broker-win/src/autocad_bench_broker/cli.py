@@ -70,7 +70,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -81,6 +80,7 @@ import click
 
 from autocad_bench.broker.protocol import DEFAULT_MAX_BODY_BYTES
 from autocad_bench.infrastructure.models import BROKER_TOKEN_ENV
+from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_broker.apps.base import ApplicationAdapter
 from autocad_bench_broker.drivers.capture import MssCapture, ScreenCapture, StabilityPolicy
 from autocad_bench_broker.drivers.input import InputDriver, PyAutoGUIDriver
@@ -147,18 +147,10 @@ def read_token(environ: dict[str, str] | os._Environ[str]) -> str:
 
 
 def write_ready_file(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` as JSON to ``path`` atomically (readers never see a partial file)."""
+    """Write ``payload`` as JSON to ``path`` atomically and durably (readers never see a
+    partial file); creates the parent directory. Raises ``OSError`` if the file system refuses."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, json.dumps(payload).encode("utf-8"))
 
 
 def _remove_ready_file(path: Path, startup_id: str) -> None:

@@ -39,6 +39,7 @@ from typing import TypeVar
 
 from autocad_bench.actions import Action
 from autocad_bench.broker.protocol import ActionReceipt
+from autocad_bench.broker.service.events import describe_error
 from autocad_bench_broker.drivers.capture import (
     DEFAULT_PNG_COMPRESS_LEVEL,
     Frame,
@@ -55,18 +56,10 @@ from autocad_bench_broker.errors import BrokerError, CaptureError
 T = TypeVar("T")
 
 NOT_ATTEMPTED = "not attempted"
-_ERROR_LIMIT = 300
 
 
 class Interrupted(BrokerError):
     """A ``wait`` action or a stability poll was cut short because the broker is stopping."""
-
-
-def describe_error(error: BaseException) -> str:
-    """One short line naming an exception (type and first line of its text, capped)."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return line if len(line) <= _ERROR_LIMIT else line[: _ERROR_LIMIT - 3] + "..."
 
 
 async def run_blocking(func: Callable[[], T], *, name: str = "broker-desktop") -> T:

@@ -1,66 +1,11 @@
-"""The broker's structured event log: what ``GET /events`` serves.
+"""The broker's structured event log (``GET /events``); it lives in the shared protocol layer.
 
-Every lifecycle step the broker takes is one :class:`~autocad_bench.broker.protocol.BrokerEvent`
-(``seq``, ``at``, ``kind``, ``detail``): ``startup``, ``lease``, ``reset_attempt`` (one per
-launch of a reset), ``reset``, ``reset_failed``, ``actions``, ``batch_rejected``,
-``checkpoint``, ``checkpoint_failed``, ``release``, ``fault`` (anything unexpected) and
-``shutdown``. Replayed answers add nothing.
-
-Events are kept in memory for the route and mirrored, one JSON object per line, to a JSONL
-file under the broker's runtime directory so that the evidence survives a broker crash. The
-log is thread-safe because adapter callbacks run in worker threads. A failing mirror write
-never fails the operation that logged the event: the in-memory log stays authoritative and
-the failure is counted in :attr:`EventLog.mirror_errors`.
+See :mod:`autocad_bench.broker.service.events`. Kinds the real broker adds to the shared ones:
+``startup``, ``reset_attempt`` (one per launch of a reset), ``reset_failed``,
+``checkpoint_failed`` and ``shutdown``. The log is mirrored to ``events.jsonl`` under the
+broker's runtime directory.
 """
 
-from __future__ import annotations
+from autocad_bench.broker.service.events import EventLog
 
-import threading
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import IO
-
-from autocad_bench.broker.protocol import BrokerEvent
-from autocad_bench.models import JsonObject
-
-
-class EventLog:
-    """Append-only, thread-safe list of broker events, optionally mirrored to ``path``."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self._lock = threading.Lock()
-        self._events: list[BrokerEvent] = []
-        self._file: IO[str] | None = None
-        self.mirror_errors = 0
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-
-    def add(self, kind: str, detail: JsonObject | None = None) -> BrokerEvent:
-        """Record one event now and return it (``detail`` must be JSON-serialisable)."""
-        with self._lock:
-            event = BrokerEvent(seq=len(self._events), at=datetime.now(UTC), kind=kind, detail=detail or {})
-            self._events.append(event)
-            if self._file is not None:
-                try:
-                    self._file.write(event.model_dump_json() + "\n")
-                    self._file.flush()
-                except (OSError, ValueError):
-                    self.mirror_errors += 1
-            return event
-
-    def snapshot(self) -> tuple[BrokerEvent, ...]:
-        """Every event so far, in order."""
-        with self._lock:
-            return tuple(self._events)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._events)
-
-    def close(self) -> None:
-        """Close the mirror file; later events are kept in memory only. Idempotent."""
-        with self._lock:
-            handle, self._file = self._file, None
-        if handle is not None:
-            handle.close()
+__all__ = ["EventLog"]

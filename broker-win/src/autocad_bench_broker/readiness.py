@@ -33,9 +33,7 @@ import getpass
 import hashlib
 import json
 import os
-import re
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -47,6 +45,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from autocad_bench.models import IDENTIFIER_RE
+from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_broker.drivers.input import InputDriver
 from autocad_bench_broker.errors import BrokerError
 from autocad_bench_broker.identity import IdentityError, display_number
@@ -74,7 +74,7 @@ BROKER_DISTRIBUTION = "autocad-bench-broker"
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Point = tuple[int, int]
 _EXCLUDED_SUFFIXES = frozenset({".pyc", ".pyo"})
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_LABEL = IDENTIFIER_RE
 
 
 class ReadinessError(BrokerError):
@@ -215,7 +215,7 @@ def build_manifest(
     ``root``. ``broker_wheel`` must lie under ``root`` too (the installer keeps a copy) and is
     always listed. ``deployment_id`` defaults to a fresh random GUID.
     """
-    if not _LABEL.match(broker_version):
+    if not _LABEL.fullmatch(broker_version):
         raise ReadinessError("broker_version must be a label like windows-autocad-2019-v11")
     root = root.resolve()
     if not root.is_dir():
@@ -272,18 +272,12 @@ def manifest_bytes(manifest: DeploymentManifest) -> bytes:
 
 
 def write_json_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (no partial file is seen)."""
+    """Write ``data`` to ``path`` atomically and durably (no partial file is ever seen).
+
+    Creates the parent directory; raises ``OSError`` if the file system refuses.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data)
 
 
 def load_manifest(path: Path) -> DeploymentManifest:

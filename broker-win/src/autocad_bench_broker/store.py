@@ -6,11 +6,12 @@ Layout under the broker's runtime directory (``--workdir``)::
     sessions/<session_id>/frames/000000.png       frame 0 (reset), 000001.png ... (batches)
     sessions/<session_id>/artifacts/attempt.dxf   the drawing as of the latest checkpoint
 
-Frames are written once, atomically, when they are captured, and served unchanged: every
-read re-checks the SHA-256 recorded at capture, so a file damaged on disk is an error (500)
-instead of a silently different screenshot. Artifacts are *copies* of the attempt drawing
-taken at checkpoint time: the application (or the model pressing Ctrl+S) may rewrite the
-attempt file later, but the artifact keeps the bytes whose digest the checkpoint announced.
+Frames are written once, atomically (:func:`autocad_bench.storage.atomic_write_bytes`), when
+they are captured, and served unchanged: every read re-checks the SHA-256 recorded at
+capture, so a file damaged on disk is an error (500) instead of a silently different
+screenshot. Artifacts are *copies* of the attempt drawing taken at checkpoint time: the
+application (or the model pressing Ctrl+S) may rewrite the attempt file later, but the
+artifact keeps the bytes whose digest the checkpoint announced.
 
 Names are checked against the protocol's ``Name`` pattern and must resolve to a regular file
 directly inside their directory (no separators, no ``..``, no leading dot, no symlink), so a
@@ -22,17 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
-from autocad_bench.broker.protocol import NAME_PATTERN, ArtifactInfo
+from autocad_bench.broker.protocol import ArtifactInfo
+from autocad_bench.broker.service import is_plain_name
+from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_broker.drivers.capture import PngImage
 from autocad_bench_broker.errors import BrokerError
-
-_NAME = re.compile(NAME_PATTERN)
 
 
 class StoreError(BrokerError):
@@ -41,11 +40,6 @@ class StoreError(BrokerError):
 
 class NotStored(StoreError):
     """No file of that name or sequence exists (a 404, not a fault)."""
-
-
-def is_plain_name(name: str) -> bool:
-    """Whether ``name`` is one path segment allowed by the protocol (``Name`` pattern)."""
-    return _NAME.fullmatch(name) is not None
 
 
 def inside(directory: Path, name: str) -> Path:
@@ -71,16 +65,10 @@ def inside(directory: Path, name: str) -> Path:
 
 
 def _write_atomically(directory: Path, name: str, data: bytes) -> Path:
-    # A leading dot keeps a half-written temporary file outside the servable name space.
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        target = directory / name
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Not fsynced: a frame or artifact only has to survive the broker process, not the host.
+    # The temporary file's leading dot keeps it outside the servable name space.
+    target = directory / name
+    atomic_write_bytes(target, data, durable=False)
     return target
 
 

@@ -24,13 +24,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import IO
 
+from autocad_bench.storage import atomic_write_bytes
 from autocad_bench_broker.apps.base import (
     ApplicationAdapter,
     CheckpointResult,
@@ -209,15 +209,9 @@ class LibreCADAdapter(ApplicationAdapter):
 
     @staticmethod
     def _restore_template(template: Path, attempt_path: Path) -> None:
+        # Atomic but not fsynced: the attempt drawing only has to survive this broker run.
         attempt_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{attempt_path.name}.", dir=attempt_path.parent)
-        os.close(fd)
-        try:
-            shutil.copyfile(template, tmp)
-            os.replace(tmp, attempt_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(attempt_path, template.read_bytes(), durable=False)
         Path(f"{attempt_path}~").unlink(missing_ok=True)  # LibreCAD's save backup
 
     def launch(self, template: Path, attempt_path: Path) -> None:

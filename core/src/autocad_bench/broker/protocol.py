@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, JsonValue, model_validator
 
 from autocad_bench.actions.models import Action
-from autocad_bench.models import JsonObject, StrictModel
+from autocad_bench.models import IDENTIFIER_PATTERN, JsonObject, StrictModel
 
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change of the models or routes below."""
@@ -39,7 +39,7 @@ ACTIONS_LENGTH_HEADER = "X-Actions-Response-Length"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Request bodies above this size are refused with 413 (servers may choose a larger cap)."""
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+NAME_PATTERN = IDENTIFIER_PATTERN
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]

@@ -22,8 +22,9 @@ from autocad_bench.retry.reporting import install_retry_reporting
 def resume_command(batch_dir: Path, execute: bool) -> None:
     """Plan or continue the interrupted batch in BATCH_DIR.
 
-    The plan lists every assignment as complete, failed, resume (reconnect and continue
-    from its checkpoint), start (never reached the model) or lost (no reconnectable
+    The plan lists every assignment as complete, failed, evaluate, resume (reconnect and
+    continue from its checkpoint), restart (interrupted, or launched without reaching the
+    model: runs again as its next attempt), start (never launched) or lost (no reconnectable
     worker: execute closes it as failed with ``infrastructure_lost`` and the spend its
     checkpoint recorded). Each trial of a repeated assignment is planned on its own, under
     its trial rollout id. The plan exits 0 when it can be executed; execute exits 0 when
@@ -41,4 +42,5 @@ def resume_command(batch_dir: Path, execute: bool) -> None:
 
 
 def main() -> None:
+    """Entry point of the ``autocad-bench-resume`` console script (exits with the command's code)."""
     resume_command(prog_name="autocad-bench-resume")

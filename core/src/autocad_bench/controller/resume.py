@@ -49,6 +49,10 @@ RESTART_NOTE = ("; execute keeps its spend, moves its files to interrupted/ and 
 
 
 class ResumePlanEntry(StrictModel):
+    """What resume will do with one rollout (``action``) and why (``reason``), with the worker
+    the backend found for it (``None`` when there is none to reconnect).
+    """
+
     rollout_id: str
     assignment_id: str | None = None
     trial: int = 1
@@ -66,6 +70,10 @@ class ResumePlanEntry(StrictModel):
 
 
 class ResumePlan(StrictModel):
+    """The read-only plan for one interrupted batch: one entry per rollout in its state,
+    printed as JSON by ``autocad-bench-resume`` and run by :func:`execute_resume`.
+    """
+
     batch_dir: str
     batch_id: str
     infrastructure_backend: str
@@ -78,6 +86,9 @@ class ResumePlan(StrictModel):
 
 
 def load_batch_state(batch_dir: Path) -> BatchState:
+    """Read ``batch-state.json`` of ``batch_dir``; a :class:`UserError` when it is missing or
+    does not validate.
+    """
     path = BatchPaths(batch_dir).state
     try:
         return BatchState.model_validate_json(path.read_bytes())
@@ -118,8 +129,14 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
                       else f"failed once ({result.failure_class}); failures are never rerun in place")
             entries.append(ResumePlanEntry(**base, action=action, reason=reason))
             continue
+        if not paths.checkpoint.exists() and paths.root.exists():
+            # Launched: its handoff may already have bound this attempt id to a session on a
+            # desktop (a broker names one session per attempt for good), so it runs as a new attempt.
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                "launched but never reached the model" + RESTART_NOTE)))
+            continue
         if not paths.checkpoint.exists():
-            entries.append(ResumePlanEntry(**base, action="start", reason="never reached the model; starts fresh"))
+            entries.append(ResumePlanEntry(**base, action="start", reason="never launched; starts fresh"))
             continue
         if workers is None:
             backend.require_recovery()

@@ -87,6 +87,9 @@ def _html(text: str) -> web.Response:
 
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn the reader's refusals into HTTP errors: :class:`PathRefused` becomes 403 and
+    :class:`NotFound` 404; anything else propagates unchanged.
+    """
     try:
         return await handler(request)
     except PathRefused:
@@ -124,6 +127,7 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 
 
 def registry_context(root: RunsRoot) -> dict[str, Any]:
+    """The registry page's template context: every batch under the root with live state counts."""
     batches = root.registry()
     return {"batches": batches, "root": str(root.root),
             "sig": root.signature(b.path for b in batches),
@@ -132,6 +136,10 @@ def registry_context(root: RunsRoot) -> dict[str, Any]:
 
 def batch_context(root: RunsRoot, key: str, page: int, state: str | None, page_size: int,
                   metrics: MetricsCache | None = None) -> dict[str, Any]:
+    """One batch's template context: the ``page`` of rollouts (clamped to the pages there are)
+    in ``state`` (``None`` for all), per-model metrics and charts. Raises :class:`NotFound`
+    or :class:`PathRefused` for an unknown or outside ``key``.
+    """
     batch = root.batch(key)
     models = batch_metrics(batch.path, load=root.cache.json, cache=metrics)
     rows = [r for r in batch.rollouts if state is None or r.state == state]
@@ -154,6 +162,9 @@ def leaderboard_page_context(root: RunsRoot, metrics: MetricsCache | None = None
 
 
 def step_context(detail: RolloutDetail, step: int) -> dict[str, Any]:
+    """The frame at ``step`` (clamped to the steps there are) and its action overlay SVG;
+    ``current`` is ``None`` when the rollout has no steps yet.
+    """
     steps = detail.steps
     index = max(0, min(step, len(steps) - 1)) if steps else 0
     current = steps[index] if steps else None
@@ -164,6 +175,9 @@ def step_context(detail: RolloutDetail, step: int) -> dict[str, Any]:
 
 
 def rollout_context(root: RunsRoot, key: str, rollout_id: str, step: int | None) -> dict[str, Any]:
+    """One rollout's template context, positioned at ``step`` (the last step when ``None`` or
+    negative). Raises :class:`NotFound` or :class:`PathRefused` like the reader.
+    """
     detail = root.rollout(key, rollout_id)
     batch = detail.batch
     start = (len(detail.steps) - 1 if step is None or step < 0 else step) if detail.steps else 0
@@ -180,11 +194,13 @@ def rollout_context(root: RunsRoot, key: str, rollout_id: str, step: int | None)
 
 
 async def registry_page(request: web.Request) -> web.Response:
+    """``GET /``: the registry page."""
     context = await _in_thread(registry_context, _root(request))
     return _html(await _in_thread(render, "registry.html", **context))
 
 
 async def registry_fragment(request: web.Request) -> web.Response:
+    """``GET /fragment/registry``: the live part of the registry page."""
     context = await _in_thread(registry_context, _root(request))
     return _html(await _in_thread(render, "_registry_live.html", **context))
 
@@ -196,21 +212,25 @@ def _batch_args(request: web.Request) -> tuple[str, int, str | None, int, Metric
 
 
 async def batch_page(request: web.Request) -> web.Response:
+    """``GET /batch``: one batch's page; 400 without ``b``."""
     context = await _in_thread(batch_context, _root(request), *_batch_args(request))
     return _html(await _in_thread(render, "batch.html", **context))
 
 
 async def batch_fragment(request: web.Request) -> web.Response:
+    """``GET /fragment/batch``: the live part of a batch page; 400 without ``b``."""
     context = await _in_thread(batch_context, _root(request), *_batch_args(request))
     return _html(await _in_thread(render, "_batch_live.html", **context))
 
 
 async def leaderboard_page(request: web.Request) -> web.Response:
+    """``GET /leaderboard``: every model over every batch under the root."""
     context = await _in_thread(leaderboard_page_context, _root(request), request.app[METRICS_KEY])
     return _html(await _in_thread(render, "leaderboard.html", **context))
 
 
 async def leaderboard_fragment(request: web.Request) -> web.Response:
+    """``GET /fragment/leaderboard``: the live part of the leaderboard page."""
     context = await _in_thread(leaderboard_page_context, _root(request), request.app[METRICS_KEY])
     return _html(await _in_thread(render, "_leaderboard_body.html", **context))
 
@@ -224,29 +244,36 @@ def _step_param(request: web.Request) -> int | None:
 
 
 async def rollout_page(request: web.Request) -> web.Response:
+    """``GET /rollout``: one rollout's page at ``step``; 400 without ``b`` or ``r``."""
     context = await _in_thread(rollout_context, _root(request), _param(request, "b"), _param(request, "r"),
                                _step_param(request))
     return _html(await _in_thread(render, "rollout.html", **context))
 
 
 async def rollout_fragment(request: web.Request) -> web.Response:
+    """``GET /fragment/rollout``: the live part of a rollout page at its last step."""
     context = await _in_thread(rollout_context, _root(request), _param(request, "b"), _param(request, "r"), None)
     return _html(await _in_thread(render, "_rollout_live.html", **context))
 
 
 async def step_fragment(request: web.Request) -> web.Response:
+    """``GET /fragment/step``: one step's frame and overlay, fetched as the timeline moves."""
     context = await _in_thread(rollout_context, _root(request), _param(request, "b"), _param(request, "r"),
                                _step_param(request))
     return _html(await _in_thread(render, "_step.html", **context))
 
 
 async def file_handler(request: web.Request) -> web.StreamResponse:
+    """``GET /file``: a PNG inside a rollout directory; 403/404 (via :func:`errors_middleware`)
+    when the path is refused or missing.
+    """
     path = await _in_thread(_root(request).rollout_file, _param(request, "b"), _param(request, "r"),
                             _param(request, "p"))
     return web.FileResponse(path, headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
 
 
 async def static_handler(request: web.Request) -> web.Response:
+    """``GET /static/{name}``: an asset shipped in the package; 404 for any other name."""
     name = request.match_info["name"]
     assets: dict[str, tuple[str, str]] = request.app[CONFIG_KEY]["assets"]
     if name not in assets:
@@ -271,12 +298,14 @@ def _batch_json(batch: BatchInfo) -> dict[str, Any]:
 
 
 async def api_registry(request: web.Request) -> web.Response:
+    """``GET /api/registry``: the registry as JSON (absolute paths left out)."""
     batches = await _in_thread(_root(request).registry)
     body = json.dumps({"batches": [_batch_json(b) for b in batches]}, default=_json_default)
     return web.Response(text=body, content_type="application/json")
 
 
 async def api_batch(request: web.Request) -> web.Response:
+    """``GET /api/batch``: one batch with its rollouts as JSON; 400 without ``b``."""
     batch = await _in_thread(_root(request).batch, _param(request, "b"))
     return web.Response(text=json.dumps(_batch_json(batch), default=_json_default), content_type="application/json")
 
@@ -356,6 +385,9 @@ def create_app(root: Path, *, poll_s: float = 1.0, page_size: int = PAGE_SIZE,
 
 
 def is_loopback_bind(host: str) -> bool:
+    """Whether ``host`` (a name or address, optionally with a port) is a loopback bind;
+    the CLI warns otherwise and the app then answers any Host header.
+    """
     return _host_is_loopback(host)
 
 

@@ -23,6 +23,7 @@ PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#d
 
 
 def color(index: int) -> str:
+    """The palette colour of series ``index`` (the palette repeats past its length)."""
     return PALETTE[index % len(PALETTE)]
 
 
@@ -116,6 +117,8 @@ def grouped_bars(title: str, groups: Sequence[str], series: Sequence[str],
 
 @dataclass(frozen=True, slots=True)
 class Point:
+    """One point of a :func:`scatter` chart: its position, series index and hover label."""
+
     x: float
     y: float
     series: int

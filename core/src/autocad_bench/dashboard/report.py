@@ -29,6 +29,10 @@ RAW_TOTAL_LIMIT = 40_000_000
 
 @dataclass(frozen=True, slots=True)
 class ReportRow:
+    """One rollout in the report with its thumbnails as data URIs (``None`` when the image
+    is missing, unreadable or left out by the size budget).
+    """
+
     row: RolloutRow
     frame: str | None
     diff: str | None
@@ -94,6 +98,9 @@ def build_report(batch_dir: Path) -> str:
 
 
 def write_report(batch_dir: Path, out: Path) -> Path:
+    """Write the report of ``batch_dir`` atomically to ``out`` (parents created) and return
+    ``out``. Raises :class:`NotFound` when ``batch_dir`` has no batch and ``OSError`` on a write failure.
+    """
     html = build_report(batch_dir)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

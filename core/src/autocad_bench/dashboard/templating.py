@@ -24,24 +24,30 @@ def static_text(name: str) -> str:
 
 
 def usd(value: Any, digits: int = 4) -> str:
+    """Template filter: a dollar amount with ``digits`` decimals; a dash for anything not a number."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         return DASH
     return f"${value:,.{digits}f}"
 
 
 def score(value: Any) -> str:
+    """Template filter: a score with three decimals; a dash for a non-number or NaN."""
     if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
         return DASH
     return f"{value:.3f}"
 
 
 def pct(value: Any) -> str:
+    """Template filter: a fraction as a whole percentage; a dash for a non-number."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         return DASH
     return f"{value:.0%}"
 
 
 def duration(value: Any) -> str:
+    """Template filter: seconds as ``4.2s``, ``3m 07s`` or ``1h 05m``; a dash for a non-number or
+    a negative value.
+    """
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
         return DASH
     seconds = int(value)
@@ -55,22 +61,26 @@ def duration(value: Any) -> str:
 
 
 def when(value: Any) -> str:
+    """Template filter: a datetime as UTC ``YYYY-MM-DD HH:MM:SSZ``; a dash for anything else."""
     if not isinstance(value, datetime):
         return DASH
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def ago(value: Any) -> str:
+    """Template filter: the time since a datetime (``3m 07s ago``); a dash for anything else."""
     if not isinstance(value, datetime):
         return DASH
     return duration((datetime.now(UTC) - value).total_seconds()) + " ago"
 
 
 def yesno(value: Any) -> str:
+    """Template filter: ``pass``/``fail`` for a truthy/falsy value; a dash for ``None``."""
     return DASH if value is None else ("pass" if value else "fail")
 
 
 def count(value: Any) -> str:
+    """Template filter: an integer with thousands separators; a dash for a non-integer or bool."""
     if not isinstance(value, int) or isinstance(value, bool):
         return DASH
     return f"{value:,}"
@@ -91,6 +101,9 @@ def url(path: str, **params: Any) -> str:
 
 @functools.cache
 def environment() -> jinja2.Environment:
+    """The shared Jinja2 environment (built once): package templates, autoescaping, strict
+    undefined variables, the filters above and the shared globals.
+    """
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("autocad_bench.dashboard", "templates"),
         autoescape=True,
@@ -106,4 +119,7 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
+    """Render the package template ``template`` with ``context``; Jinja2 raises on a missing
+    template or an undefined variable.
+    """
     return environment().get_template(template).render(**context)

@@ -23,4 +23,5 @@ def pilot_command(rollout_dir: Path) -> None:
 
 
 def main() -> None:
+    """Entry point of the ``autocad-bench-pilot`` console script (exits with the command's code)."""
     pilot_command(prog_name="autocad-bench-pilot")

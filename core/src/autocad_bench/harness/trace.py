@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from autocad_bench.storage import (
 
 
 def utcnow() -> datetime:
+    """The current time as an aware UTC datetime (the timestamp of every trace record)."""
     return datetime.now(UTC)
 
 
@@ -79,9 +78,7 @@ class TraceWriter:
         data = source.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if not self.paths.reference.exists():
-            tmp = self.paths.reference.with_suffix(".png.tmp")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, self.paths.reference)
+            atomic_write_bytes(self.paths.reference, data, durable=False)
         return ArtifactRef(path="reference.png", sha256=digest)
 
     def save_drawing(self, suffix: str, data: bytes, sha256: str) -> ArtifactRef:

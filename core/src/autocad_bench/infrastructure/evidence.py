@@ -76,6 +76,7 @@ def _needs(path: Path) -> bool:
 
 
 def read_result(paths: RolloutPaths) -> RolloutResult | None:
+    """The rollout's ``result.json``, or ``None`` when it is missing, unreadable or invalid."""
     try:
         return RolloutResult.model_validate_json(paths.result.read_bytes())
     except (OSError, ValueError):

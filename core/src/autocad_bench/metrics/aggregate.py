@@ -113,6 +113,9 @@ def _estimate(per_task: Sequence[tuple[float, str]], max_width: float, *, binary
 
 
 def budget_mode(step_budget: int | None, budget: int) -> BudgetMode:
+    """How success within ``budget`` turns can be obtained from a run whose step budget is
+    ``step_budget`` (``None`` = uncapped); see :class:`BudgetSuccess`.
+    """
     if step_budget == budget:
         return "measured"
     if step_budget is None or step_budget > budget:

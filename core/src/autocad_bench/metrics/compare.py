@@ -28,6 +28,8 @@ class ComparisonRefused(Exception):
 
 
 class Side(StrictModel):
+    """One side (A or B) of a comparison: the run, its model and the conditions it ran under."""
+
     run_id: str
     directory: str
     provider: str
@@ -50,6 +52,8 @@ class Difference(StrictModel):
 
 
 class TaskChange(StrictModel):
+    """A shared task whose pass rate differs between A and B."""
+
     task_id: str
     family: str | None
     a_pass_rate: float
@@ -61,6 +65,10 @@ class TaskChange(StrictModel):
 
 
 class Comparison(StrictModel):
+    """Two runs paired over their shared tasks: the paired differences in pass rate and mean
+    score, the tasks that changed, and what was left out or differs.
+    """
+
     a: Side
     b: Side
     shared_tasks: int

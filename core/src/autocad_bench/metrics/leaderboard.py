@@ -90,6 +90,9 @@ class Leaderboard(StrictModel):
 
 
 def row_conditions(run: RunConditions, tool_mode: str) -> RowConditions:
+    """The conditions a leaderboard row is keyed by: the run's conditions plus the tool mode
+    its samples used (samples pool into one row only when these are equal).
+    """
     return RowConditions(suite=run.suite, suite_sha256=run.suite_sha256, evaluator_version=run.evaluator_version,
                          step_budget=run.step_budget, max_actions=run.max_actions, tool_mode=tool_mode,
                          recorded=run.recorded)

@@ -14,6 +14,9 @@ from autocad_bench.metrics.leaderboard import leaderboard_schema
 
 
 def schema_text() -> str:
+    """The leaderboard JSON schema as published (sorted, indented, newline-terminated); it must equal
+    ``docs/schemas/leaderboard-1.schema.json`` (a test checks).
+    """
     return json.dumps(leaderboard_schema(), indent=2, sort_keys=True) + "\n"
 
 

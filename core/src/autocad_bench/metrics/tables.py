@@ -24,6 +24,7 @@ def _usd(value: float | None) -> str:
 
 
 def conditions_text(c: RowConditions) -> str:
+    """The conditions of a row as one line (``-`` for an unknown suite or evaluator)."""
     return (f"suite {c.suite or '-'}, evaluator {c.evaluator_version or '-'}, "
             f"step budget {c.step_budget or 'uncapped'}, tool mode {c.tool_mode}")
 
@@ -61,6 +62,9 @@ def rows_table(rows: Sequence[ModelRow], title: str) -> Table:
 
 
 def print_rows(rows: Sequence[ModelRow], title: str, notes: Sequence[str] = (), console: Console | None = None) -> None:
+    """Print ``rows`` as a table titled ``title``, then each row's flags and ``notes`` (stdout
+    unless ``console`` is given).
+    """
     console = console or _console()
     console.print(rows_table(rows, title))
     for row in rows:
@@ -88,6 +92,9 @@ def _difference_line(name: str, d: Difference, percent: bool) -> str:
 
 
 def print_comparison(result: Comparison, console: Console | None = None) -> None:
+    """Print a comparison as plain lines: both sides, the paired differences and the first
+    40 tasks that changed (the rest are in the ``--json`` output).
+    """
     console = console or _console()
     out = [
         f"A: {result.a.provider}/{result.a.model} in {result.a.directory} ({result.a.rollouts} rollouts, "

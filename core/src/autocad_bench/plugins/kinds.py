@@ -14,6 +14,10 @@ Kind = Literal["infrastructure", "providers", "evaluators", "observers"]
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
+    """One plugin kind: the noun used in messages, its entry-point group, the hooks every plugin
+    of the kind must implement and the extra that installs each known name.
+    """
+
     kind: Kind
     noun: str
     group: str

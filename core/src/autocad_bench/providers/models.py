@@ -67,6 +67,9 @@ class TokenUsage(StrictModel):
 
 
 class DisplaySize(StrictModel):
+    """The desktop size in pixels the model is told about and its actions are validated against
+    (default 1920x1080)."""
+
     width: int = Field(default=1920, ge=1)
     height: int = Field(default=1080, ge=1)
 

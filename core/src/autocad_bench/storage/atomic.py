@@ -1,7 +1,8 @@
 """Atomic file replacement: a reader sees the old bytes or the new bytes, never a mix.
 
-Every state file of a batch (batch-state.json, run-state.json, result.json, ...) is written
-through here: write a temporary file in the same directory, fsync it, rename it over the
+Every state file of a batch (batch-state.json, run-state.json, result.json, ...), and every
+file the broker publishes (frames, artifacts, ready file, manifest, attempt drawing) is
+written through here: write a temporary file in the same directory, fsync it, rename it over the
 target, fsync the directory. A crash at any instant leaves valid JSON behind.
 """
 
@@ -18,17 +19,26 @@ from typing import Any
 from pydantic import BaseModel
 
 
-def atomic_write_bytes(path: Path, data: bytes | memoryview, *, durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes | memoryview, *, durable: bool = True, mode: int | None = None
+) -> None:
     """Replace ``path`` with ``data`` atomically; the parent directory must exist.
 
-    ``durable=False`` skips the fsyncs: readers still never see a torn file, but the
-    newest version may be lost on power failure (fine for progress indicators that are
-    rewritten constantly, never for resume checkpoints).
+    The temporary file is a dot-file next to ``path``, created exclusively (``O_EXCL``:
+    never through an existing file or symlink) with mode ``0600`` less the umask; ``mode``
+    sets its permission bits exactly instead (``fchmod``, POSIX only), before any byte is
+    written, so the final file never had other bits. ``durable=False`` skips the fsyncs:
+    readers still never see a torn file, but the newest version may be lost on power failure
+    (fine for progress indicators that are rewritten constantly and for files that only have
+    to survive the writing process, never for resume checkpoints). Raises ``OSError`` when
+    the file system refuses; the temporary file is then removed and ``path`` is unchanged.
     """
     path = Path(path)
     fd, tmp = _create_temporary(path)
     try:
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]

@@ -12,11 +12,27 @@ fixtures below; pytest then runs every ``test_*`` method against your backend::
         def valid_spec(self):
             return InfrastructureSpec(backend="my-backend", broker_version=..., settings={...})
 
-What it proves: the plugin registers with no stray or misspelled hooks; ``validate_spec``
-accepts the valid spec, reports located problems for bad ones and never raises;
-``preflight`` is read-only (``external_state`` is unchanged by it) and admits at most what
-was asked; ``build_rollout_command`` keeps the exact child command and puts no secret in
-argv; ``reap_batch`` is idempotent, also for a batch that never launched.
+What it proves, without running anything: the plugin registers with no stray or misspelled
+hooks; ``validate_spec`` accepts the valid spec, reports located problems for bad ones and
+never raises; ``preflight`` is read-only (``external_state`` is unchanged by it) and admits
+at most what was asked; ``build_rollout_command`` keeps the child command and puts no
+secret in argv or its environment; ``reap_batch`` is idempotent for a batch that never
+launched.
+
+What it proves by running rollouts through the backend (on by default; see
+:mod:`autocad_bench.testing.lifecycle_checks` for every rule and its id): the lifecycle
+command runs the kit's own child exactly once with the exact argv, an allowed environment
+and a broker that answers ``/health``, and exits with the child's code; ``run_shared``
+returns the child's code as an ``int``; a cancelled rollout (SIGTERM to its process
+group, SIGKILL after the grace) stops in time and still cleans up; after a simulated
+controller crash the recovery hooks find the worker and ``reap_batch`` removes exactly
+this batch's leftovers, idempotently. After each of them no process of the rollout may be
+left and ``external_state`` and the preflight capacity must be back where they were.
+
+Every executed check is bounded (``conformance_options().check_timeout_s``) and needs only
+``backend``, ``valid_spec`` (with live brokers, e.g. :mod:`autocad_bench.testing.fake_broker`)
+and ``external_state``; the tests are plain synchronous functions, so they run under any
+pytest configuration.
 """
 
 from __future__ import annotations
@@ -41,12 +57,27 @@ from autocad_bench.infrastructure.models import (
     RolloutLaunchRequest,
 )
 from autocad_bench.plugins import PluginHandle, PluginHost, PluginRegistry
+from autocad_bench.testing.lifecycle_checks import (
+    CONFORMANCE_SECRET,
+    EXECUTED_CHECKS,
+    SECRETS,
+    ConformanceOptions,
+    LifecycleProbe,
+)
+from autocad_bench.testing.process_watch import proc_available
 
-CONFORMANCE_SECRET = "conformance-secret-value-7f3a9c"
+__all__ = ["CONFORMANCE_SECRET", "EXECUTED_CHECKS", "BackendConformance", "ConformanceOptions"]
 
 
 class BackendConformance:
-    """Inherit this in a ``Test*`` class; override :meth:`backend` and :meth:`valid_spec`."""
+    """Inherit this in a ``Test*`` class; override :meth:`backend`, :meth:`valid_spec` and
+    (for any state outside ``tmp_path``) :meth:`external_state`.
+
+    The executed checks run rollouts for real and fail with
+    :class:`~autocad_bench.testing.lifecycle_checks.ContractViolation`, whose message names
+    each broken rule; a backend that cannot run one of them here declares it, with a
+    reason, in :meth:`conformance_options`.
+    """
 
     # --- fixtures an author overrides ----------------------------------------------------
 
@@ -71,7 +102,12 @@ class BackendConformance:
 
     @pytest.fixture
     def external_state(self, tmp_path: Path) -> Callable[[], Hashable]:
-        """A snapshot of the external state preflight must not change (default: files in tmp_path)."""
+        """A snapshot of everything outside the test process the backend may change.
+
+        ``preflight`` must leave it unchanged, and it must be back to its value once a rollout
+        ended (also after a cancel) and once a crashed batch was reaped: override it to cover
+        your leases, worker records, VMs or instances. Default: the files under ``tmp_path``.
+        """
 
         def snapshot() -> Hashable:
             return tuple(
@@ -83,9 +119,21 @@ class BackendConformance:
 
     @pytest.fixture
     def secret_env(self, monkeypatch: pytest.MonkeyPatch) -> str:
-        """A canary secret in the environment, which must never reach argv."""
-        monkeypatch.setenv("AUTOCAD_BENCH_CONFORMANCE_SECRET", CONFORMANCE_SECRET)
+        """Canary secrets in the environment: a child credential (which must never reach argv),
+        an evaluation-only one and an unlisted one (which must never reach the child)."""
+        for name, value in SECRETS.items():
+            monkeypatch.setenv(name, value)
         return CONFORMANCE_SECRET
+
+    @pytest.fixture
+    def conformance_options(self) -> ConformanceOptions:
+        """Bounds and declared exceptions of the executed checks (override to change them).
+
+        The defaults run every executed check with the controller's cancel grace. A backend
+        that cannot run one of them here returns ``ConformanceOptions(skip={"crash": "why"})``:
+        that check is then reported as skipped with the reason, never as passed.
+        """
+        return ConformanceOptions()
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -166,7 +214,24 @@ class BackendConformance:
             assert 0 <= report.admitted_wave <= 2
             assert report.checks, "preflight must report at least one check"
 
-    def test_rollout_command_runs_the_exact_child_and_hides_secrets(
+    @pytest.fixture
+    def lifecycle_probe(self, handle: PluginHandle, valid_spec: InfrastructureSpec,
+                        external_state: Callable[[], Hashable], conformance_options: ConformanceOptions,
+                        secret_env: str, tmp_path_factory: pytest.TempPathFactory) -> LifecycleProbe:
+        """The runner of the executed checks; its files live outside ``tmp_path``."""
+        return LifecycleProbe(handle, valid_spec, external_state, tmp_path_factory.mktemp("conformance-kit"),
+                              conformance_options)
+
+    @staticmethod
+    def _execute(probe: LifecycleProbe, check: str) -> None:
+        reason = probe.options.skip.get(check)
+        if reason is not None:
+            pytest.skip(f"executed check '{check}' declared not runnable here: {reason}")
+        if not proc_available():
+            pytest.skip(f"executed check '{check}' follows the rollout's processes through /proc (Linux only)")
+        probe.run(check)
+
+    def test_rollout_command_keeps_the_child_and_hides_secrets(
         self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path, secret_env: str
     ) -> None:
         request = self._launch_request(valid_spec, tmp_path)
@@ -176,8 +241,25 @@ class BackendConformance:
         assert any(argv[i:i + len(child)] == child for i in range(len(argv))) or any(
             all(part in arg for part in child) for arg in argv
         ), "the child command must appear unchanged in the lifecycle command"
-        assert all(secret_env not in arg for arg in argv), "a secret value reached argv"
-        assert all(secret_env not in v for v in command.environment.values())
+        for value in SECRETS.values():
+            assert all(value not in arg for arg in argv), "a secret value reached argv"
+            assert all(value not in v for v in command.environment.values()), "a secret value reached environment"
+
+    def test_lifecycle_runs_the_exact_child_once_and_releases(self, lifecycle_probe: LifecycleProbe) -> None:
+        """Executed: provision, child (argv, environment, /health, exit code 7), release."""
+        self._execute(lifecycle_probe, "lifecycle")
+
+    def test_run_shared_returns_the_child_exit_code(self, lifecycle_probe: LifecycleProbe) -> None:
+        """Executed: shared mode runs the child once and returns its code (5) as an int."""
+        self._execute(lifecycle_probe, "shared")
+
+    def test_cancel_stops_within_grace_and_still_cleans_up(self, lifecycle_probe: LifecycleProbe) -> None:
+        """Executed: SIGTERM to the command's group mid-rollout, SIGKILL after the grace."""
+        self._execute(lifecycle_probe, "cancel")
+
+    def test_reap_after_a_crash_removes_exactly_its_leftovers(self, lifecycle_probe: LifecycleProbe) -> None:
+        """Executed: SIGKILL the whole rollout, then recovery hooks, scoped and idempotent reap."""
+        self._execute(lifecycle_probe, "crash")
 
     def test_reap_is_idempotent(self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path) -> None:
         request = ReapRequest(batch_id="conformance-never-launched", spec=valid_spec, output_dir=tmp_path)

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autocad_bench.broker.client import BrokerClient
 from autocad_bench.infrastructure import (
     BROKER_TOKEN_ENV,
     BROKER_URL_ENV,
@@ -44,6 +44,7 @@ from autocad_bench.infrastructure import (
     WorkerStatus,
 )
 from autocad_bench.infrastructure.processes import pid_alive
+from autocad_bench.infrastructure.wrapper import run_child_process, run_terminable
 
 
 class PoolSettings(BaseModel):
@@ -75,14 +76,23 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
             ok, reason = _health(url, token or "", settings.health_timeout_s)
             healthy += ok
             checks.append(CheckResult(name=f"worker {url}", passed=ok, reason=reason))
-        # A lease whose owner died (a crashed controller) is free capacity, not a busy desktop.
-        free = sum(1 for i in range(len(settings.workers)) if not _held(settings, i))
+        # Counted exactly as lease_worker takes workers: a lease file blocks its worker even
+        # when its holder died (resume may reconnect that rollout to it) until reap_batch or
+        # terminate_worker removes it, except that a rollout of this batch takes back the
+        # stale lease its own earlier attempt left, so that one is this batch's capacity.
+        ours = {a.rollout_id for a in request.assignments}
+        leases = [_read_lease(_lease_path(settings, i)) for i in range(len(settings.workers))]
+        reclaimable = [owner is not None and _reclaimable(owner, request.batch_id, ours) for owner in leases]
+        stale = sum(1 for owner, mine in zip(leases, reclaimable, strict=True)
+                    if owner is not None and not mine and not _holder_alive(owner))
+        free = sum(1 for i in range(len(settings.workers))
+                   if reclaimable[i] or not _lease_path(settings, i).exists())
         wave = min(request.max_concurrency, len(request.assignments), free, healthy)
-        checks.append(CheckResult(
-            name="capacity",
-            passed=wave > 0,
-            reason=f"{free} of {len(settings.workers)} workers free; admitting {wave} at once",
-        ))
+        reason = f"{free} of {len(settings.workers)} workers free; admitting {wave} at once"
+        if stale:
+            reason += (f"; {stale} held by a lease whose process is gone (reap its batch or resume it to free "
+                       "the worker)")
+        checks.append(CheckResult(name="capacity", passed=wave > 0, reason=reason))
         return PreflightReport(checks=tuple(checks), admitted_wave=wave)
 
     def build_rollout_command(self, request: RolloutLaunchRequest) -> RolloutCommand:
@@ -90,7 +100,8 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         return RolloutCommand(
             argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
                   json.dumps({"settings": settings.model_dump(), "batch_id": request.batch_id,
-                              "rollout_id": request.rollout_id}),
+                              "rollout_id": request.rollout_id,
+                              "child_names": list(request.child_environment_names)}),
                   "--", *request.child_command),
             environment_names=(settings.token_env, *request.child_environment_names),
             cwd=None,
@@ -152,7 +163,8 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         return RolloutCommand(
             argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
                   json.dumps({"settings": settings.model_dump(), "batch_id": request.launch.batch_id,
-                              "rollout_id": request.launch.rollout_id, "worker": int(request.worker_id)}),
+                              "rollout_id": request.launch.rollout_id, "worker": int(request.worker_id),
+                              "child_names": list(request.launch.child_environment_names)}),
                   "--", *request.resume_command),
             environment_names=(settings.token_env, *request.launch.child_environment_names),
         )
@@ -163,9 +175,16 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         return True
 
 
-def _held(settings: PoolSettings, index: int) -> bool:
-    owner = _read_lease(_lease_path(settings, index))
-    return owner is not None and pid_alive(int(str(owner.get("pid", 0))))
+def _holder_alive(owner: dict[str, object]) -> bool:
+    try:
+        return pid_alive(int(str(owner.get("pid", 0))))
+    except ValueError:
+        return False
+
+
+def _reclaimable(owner: dict[str, object], batch_id: str, rollout_ids: set[str]) -> bool:
+    """A dead holder's lease that one of these rollouts of this batch would take back."""
+    return owner.get("batch_id") == batch_id and owner.get("rollout_id") in rollout_ids and not _holder_alive(owner)
 
 
 def _read_lease(path: Path) -> dict[str, object] | None:
@@ -206,15 +225,36 @@ def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"batch_id": batch_id, "rollout_id": rollout_id, "pid": os.getpid()}, handle)
         try:
+            # Inside the try: a stop arriving while the lease is written still removes it.
+            with os.fdopen(fd, "w") as handle:
+                json.dump({"batch_id": batch_id, "rollout_id": rollout_id, "pid": os.getpid()}, handle)
+            if worker is None:
+                # A fresh attempt gets a clean desktop: a session still open on the broker
+                # belongs to a holder that died with it (the lease file is ours alone now).
+                asyncio.run(_release_stale_session(url, os.environ.get(settings.token_env, ""),
+                                                   settings.health_timeout_s))
             yield url
         finally:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         return
     raise RuntimeError(f"no free worker in pool {settings.lease_dir} for rollout {rollout_id}")
+
+
+async def _release_stale_session(url: str, token: str, timeout_s: float) -> None:
+    """Release the session a dead holder left open on the broker at ``url``, if any.
+
+    Raises the broker client's errors when the broker cannot be asked (the rollout then
+    fails to start, as it would at its own handoff).
+    """
+    client = BrokerClient(url, token, operation_deadline_s=timeout_s)
+    try:
+        status = await client.status()
+        if status.session_id is not None and status.state not in ("idle", "released"):
+            await client.release(status.session_id)
+    finally:
+        await client.aclose()
 
 
 def _health(url: str, token: str, timeout_s: float) -> tuple[bool, str]:
@@ -229,13 +269,41 @@ def _health(url: str, token: str, timeout_s: float) -> tuple[bool, str]:
         return False, f"unreachable: {getattr(error, 'reason', error)}"
 
 
+CHILD_STOP_TIMEOUT_S = 20.0
+"""After a stop, how long the child may take to finish its turn before it is SIGKILLed (below
+the controller's 30 s grace, so the lease is still released in time)."""
+
+
 def run_wrapped(argv: list[str]) -> int:
-    """Subprocess-mode lifecycle: lease, run the exact child command, release."""
+    """Subprocess-mode lifecycle: lease, run the exact child command, release.
+
+    SIGTERM or SIGINT (the controller's stop, sent to the whole process group) stop the child
+    within :data:`CHILD_STOP_TIMEOUT_S` and still release the lease; the wrapper then exits
+    ``128 + signal``. The child sees the controller-passed variables without the pool's own
+    token variable, plus the broker URL and token.
+    """
     spec = json.loads(argv[0])
     child = argv[argv.index("--") + 1:]
     settings = PoolSettings.model_validate(spec["settings"])
-    with lease_worker(settings, spec["batch_id"], spec["rollout_id"], spec.get("worker")) as url:
-        env = dict(os.environ)
-        env[BROKER_URL_ENV] = url
-        env[BROKER_TOKEN_ENV] = os.environ.get(settings.token_env, "")
-        return subprocess.run(child, env=env, check=False).returncode
+    rollout = RolloutIdentity(batch_id=spec["batch_id"], rollout_id=spec["rollout_id"],
+                              child_names=tuple(spec.get("child_names", ())))
+
+    def body() -> int:
+        with lease_worker(settings, rollout.batch_id, rollout.rollout_id, spec.get("worker")) as url:
+            broker = {BROKER_URL_ENV: url, BROKER_TOKEN_ENV: os.environ.get(settings.token_env, "")}
+            hidden = {settings.token_env} - set(rollout.child_names)
+            env = {key: value for key, value in os.environ.items() if key not in hidden}
+            env.update(broker)
+            return run_child_process(child, env, CHILD_STOP_TIMEOUT_S)
+
+    return run_terminable(body)
+
+
+class RolloutIdentity(BaseModel):
+    """What the wrapper needs to know about its rollout beyond the settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    batch_id: str
+    rollout_id: str
+    child_names: tuple[str, ...] = ()

@@ -58,6 +58,7 @@ def error_code(error: BaseException) -> str:
 
 
 def is_throttle(code: str) -> bool:
+    """Whether an AWS error code is a throttling code (the fleet poller doubles its interval on one)."""
     return code in THROTTLING
 
 
@@ -204,6 +205,7 @@ def _boto_session(profile: str | None, region: str) -> Any:
 
 
 def chunks(items: Iterable[T], size: int) -> list[list[T]]:
+    """``items`` in lists of at most ``size`` (the per-request id limits of the Describe calls)."""
     batch: list[T] = []
     out: list[list[T]] = []
     for item in items:

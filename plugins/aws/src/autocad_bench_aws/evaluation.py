@@ -38,6 +38,10 @@ class EvaluationUnavailable(Exception):
 
 @dataclass(frozen=True)
 class EvaluationPlan:
+    """Everything the evaluation transfer and scoring need, checked before any launch
+    (built only by :func:`plan_evaluation`).
+    """
+
     arguments: EvaluationArguments
     bucket: str
     prefix: str

@@ -20,7 +20,6 @@ import functools
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from autocad_bench.infrastructure.processes import pid_exists
-from autocad_bench.storage import atomic_write_json
+from autocad_bench.storage import atomic_write_bytes, atomic_write_json
 from autocad_bench_aws.bounds import POLL_INTERVAL_MAX_S, POLL_INTERVAL_S, scaled
 from autocad_bench_aws.calls import AwsCallError, AwsSession, call, chunks, error_code, is_throttle
 
@@ -47,6 +46,10 @@ def fleet_dir(batch_id: str, environ: dict[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class InstanceView:
+    """One instance as the shared poller last saw it in ``status.json`` (``ssm`` is the SSM ping
+    status, ``None`` until the agent is known).
+    """
+
     instance_id: str
     state: str
     instance_ok: bool
@@ -83,9 +86,7 @@ class FleetPoller:
         in between saw PID 0, took it for a dead registration and deleted it: the instance was
         then never polled and its waiter ran into its bound (a needless clone replacement).
         """
-        pending = self.directory / f".watch-{instance_id}-{os.getpid()}-{threading.get_ident()}"
-        pending.write_text(str(os.getpid()))
-        os.replace(pending, self.directory / "watch" / instance_id)
+        atomic_write_bytes(self.directory / "watch" / instance_id, str(os.getpid()).encode(), durable=False)
 
     def unwatch(self, instance_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):

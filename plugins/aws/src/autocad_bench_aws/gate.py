@@ -28,6 +28,8 @@ GATE_TASK = "release-gate-smoke"
 
 
 class GateCheck(BaseModel):
+    """One step of the release gate: whether it passed, the detail or error, and how long it took."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str

@@ -25,6 +25,8 @@ class LaunchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Launched:
+    """An instance RunInstances started: where it landed and how many requests it took."""
+
     instance_id: str
     subnet_id: str
     zone: str

@@ -100,6 +100,10 @@ class LifecycleLog(RolloutLifecycleLog):
 
 @dataclass
 class Clone:
+    """One fresh clone of the image for a rollout: its number, its own broker token, and the
+    instance, readiness and tunnel once each is reached (``None`` before).
+    """
+
     number: int
     token: str = field(default_factory=new_token, repr=False)
     instance_id: str | None = None

@@ -22,6 +22,10 @@ PLUGIN_EXECUTABLE = "session-manager-plugin"
 
 
 def run_preflight(request: PreflightRequest, settings: AwsSettings, session: AwsSession) -> PreflightReport:
+    """Check credentials, the evaluation bucket, the image and its broker version tag, subnets,
+    the security group, the Session Manager plugin, the gate report (when configured) and the
+    vCPU quota. A failed AWS call becomes a failed check; the report carries the admitted wave.
+    """
     broker_version = request.spec.broker_version
     checks: list[CheckResult] = []
     ec2 = session.ec2
@@ -132,6 +136,9 @@ def admit_quota(request: PreflightRequest, settings: AwsSettings, session: AwsSe
 
 
 def session_manager_plugin() -> CheckResult:
+    """Whether ``session-manager-plugin`` is on PATH and answers ``--version`` (failed, not
+    raised, when it is missing, fails or times out).
+    """
     path = shutil.which(PLUGIN_EXECUTABLE)
     if path is None:
         return CheckResult(name="session_manager_plugin", passed=False,
@@ -147,6 +154,9 @@ def session_manager_plugin() -> CheckResult:
 
 
 def gate_check(path: Path, image_id: str, broker_version: str) -> CheckResult:
+    """Whether the gate report at ``path`` is readable, passed, and is for this image and broker
+    version (failed, not raised, otherwise).
+    """
     try:
         report = GateReport.model_validate_json(path.read_bytes())
     except (OSError, ValueError) as error:

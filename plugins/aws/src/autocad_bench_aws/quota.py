@@ -17,6 +17,8 @@ from autocad_bench_aws.calls import call, chunks
 
 @dataclass(frozen=True, slots=True)
 class QuotaClass:
+    """One On-Demand vCPU quota: its Service Quotas code and display name."""
+
     code: str
     name: str
 
@@ -40,6 +42,7 @@ def quota_class(instance_type: str) -> QuotaClass | None:
 
 
 def same_class(instance_type: str, quota: QuotaClass) -> bool:
+    """Whether ``instance_type`` counts against ``quota`` (False for types of no admitted class)."""
     return quota_class(instance_type) == quota
 
 

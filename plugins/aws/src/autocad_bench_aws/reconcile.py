@@ -2,8 +2,9 @@
 
 One pass: a tag-scoped ``DescribeInstances`` (``BatchId``, every non-terminated state,
 paginated) and one ``TerminateInstances`` for everything it found, with the bounded retries
-of the retry matrix and no polling afterwards. Running it again finds only instances that
-are already shutting down or gone, so it is idempotent.
+of the retry matrix and no polling afterwards; on this host it also kills the tunnel
+processes that wrappers killed with their controller left to those instances. Running it
+again finds only instances that are already shutting down or gone, so it is idempotent.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from autocad_bench_aws.calls import AwsCallError, AwsSession, call, chunks
 from autocad_bench_aws.fleet import fleet_dir
 from autocad_bench_aws.launch import terminate
+from autocad_bench_aws.tunnel import stop_local_tunnels
 from autocad_bench_aws.worker import BATCH_TAG, ROLLOUT_TAG
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
@@ -45,14 +47,24 @@ def reap(session: AwsSession, batch_id: str) -> tuple[list[str], list[str]]:
     except AwsCallError as error:
         return [], [f"DescribeInstances for BatchId={batch_id}: {error}"]
     ids = [i["InstanceId"] for i in instances]
-    cleaned: list[str] = []
+    terminated: list[str] = []
     errors: list[str] = []
     for batch in chunks(ids, 1000):
         try:
             terminate(session.ec2, batch)
-            cleaned.extend(f"instance {instance_id}" for instance_id in batch)
+            terminated.extend(batch)
         except AwsCallError as error:
             errors.append(f"TerminateInstances {', '.join(batch)}: {error}")
+    # A crashed controller's wrappers leave their tunnel processes behind on this host.
+    tunnels = stop_local_tunnels(set(ids))
+
+    def tunnel_note(instance_id: str) -> str:
+        pids = tunnels.get(instance_id)
+        return f" and its local tunnel process {', '.join(map(str, pids))}" if pids else ""
+
+    cleaned = [f"instance {instance_id}{tunnel_note(instance_id)}" for instance_id in terminated]
+    cleaned += [f"local tunnel process {', '.join(map(str, pids))} to instance {instance_id}"
+                for instance_id, pids in tunnels.items() if instance_id not in terminated]
     shutil.rmtree(fleet_dir(batch_id), ignore_errors=True)
     return cleaned, errors
 

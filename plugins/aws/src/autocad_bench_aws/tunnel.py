@@ -38,6 +38,44 @@ from autocad_bench_aws.calls import AwsCallError, AwsSession, call
 PLUGIN = "session-manager-plugin"
 SESSION_RESPONSE_ENV = "AWS_SSM_START_SESSION_RESPONSE"
 DOCUMENT = "AWS-StartPortForwardingSession"
+
+
+def stop_local_tunnels(instance_ids: set[str]) -> dict[str, list[int]]:
+    """Kill the process groups of this host's tunnel processes to ``instance_ids`` (reap after a crash).
+
+    A wrapper killed with SIGKILL leaves its tunnel process running in its own session; reaping
+    the batch on the same host must not leave it. Found by argv (``StartSession`` and the
+    request JSON naming the target) through ``/proc``; elsewhere this finds nothing. Returns
+    the pids stopped per instance id.
+    """
+    stopped: dict[str, list[int]] = {}
+    if not instance_ids or not os.path.isdir("/proc"):
+        return stopped
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if "StartSession" not in argv:
+            continue
+        request = argv[argv.index("StartSession") + 2] if len(argv) > argv.index("StartSession") + 2 else ""
+        try:
+            target = json.loads(request).get("Target")
+        except (ValueError, AttributeError):
+            continue
+        if target in instance_ids:
+            try:
+                os.killpg(int(entry), signal.SIGKILL)  # the tunnel leads its own process group
+            except ProcessLookupError:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry), signal.SIGKILL)
+            except PermissionError:
+                continue
+            stopped.setdefault(target, []).append(int(entry))
+    return stopped
 _PLUGIN_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 
 
@@ -46,12 +84,18 @@ class TunnelError(Exception):
 
 
 def free_port() -> int:
+    """A loopback TCP port free right now (the rollout's stable tunnel port); it may be taken
+    again before it is bound.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 def get_health(port: int, token: str | None, timeout_s: float) -> tuple[int, bytes]:
+    """``GET /health`` through the tunnel on ``port``, with the bearer ``token`` when given;
+    returns status and body. Connection errors and timeouts (``OSError``) propagate.
+    """
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
     try:
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
@@ -63,6 +107,9 @@ def get_health(port: int, token: str | None, timeout_s: float) -> tuple[int, byt
 
 
 def identity_problems(body: bytes, expected: Mapping[str, object]) -> list[str]:
+    """How the ``/health`` body differs from the broker identity readiness reported (empty when
+    it is the same process); a non-JSON or non-object body is itself a problem.
+    """
     try:
         health = json.loads(body)
     except ValueError:

@@ -51,10 +51,14 @@ class WorkerConfig(BaseModel):
 
 
 def new_token() -> str:
+    """A fresh random broker bearer token (one per clone; never written to local state)."""
     return secrets.token_urlsafe(32)
 
 
 def tags(batch_id: str, rollout_id: str, attempt_id: str, clone: int, role: str = ROLE_WORKER) -> list[dict[str, str]]:
+    """The EC2 tags of a worker (or gate) instance: batch, rollout, attempt and clone, role and a
+    Name (cut to the 255-character limit); the reconciler finds instances by them.
+    """
     return [
         {"Key": BATCH_TAG, "Value": batch_id},
         {"Key": ROLLOUT_TAG, "Value": rollout_id},
@@ -84,6 +88,7 @@ def user_data(config: WorkerConfig, ttl_minutes: int) -> str:
 
 
 def expires_at(ttl_minutes: int) -> str:
+    """The ISO UTC time ``ttl_minutes`` from now (the worker's TTL, carried in its user data)."""
     return (datetime.now(UTC) + timedelta(minutes=ttl_minutes)).isoformat(timespec="seconds")
 
 

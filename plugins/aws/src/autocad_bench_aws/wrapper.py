@@ -28,6 +28,10 @@ from autocad_bench_aws.settings import aws_settings
 
 
 class WrapperSpec(BaseModel):
+    """The wrapper's ``SPEC`` argument: the launch request and, to recover, the worker to
+    reconnect to (no secrets).
+    """
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     request: RolloutLaunchRequest
@@ -67,6 +71,9 @@ async def _main(spec: WrapperSpec, child: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the lifecycle for ``launch|recover SPEC -- CHILD...`` and return its exit code: 2 on a
+    usage error, 143 when cancelled. An invalid ``SPEC`` raises pydantic's ``ValidationError``.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2 or args[0] not in ("launch", "recover") or "--" not in args:
         print("usage: python -m autocad_bench_aws.wrapper launch|recover SPEC -- CHILD...", file=sys.stderr)

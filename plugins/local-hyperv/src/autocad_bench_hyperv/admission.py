@@ -54,6 +54,8 @@ class AdmissionFailed(Exception):
 
 @dataclass(frozen=True)
 class GuestCredential:
+    """The guest account used for PowerShell Direct (the password is kept out of ``repr``)."""
+
     username: str
     password: str = ""
 
@@ -62,6 +64,9 @@ class GuestCredential:
 
 
 def guest_credential(settings: HyperVSettings, environ: Mapping[str, str]) -> GuestCredential:
+    """The guest account from the variables the settings name; raises :class:`AdmissionFailed`
+    naming whichever is unset or empty.
+    """
     username = environ.get(settings.guest_username_env, "")
     password = environ.get(settings.guest_password_env, "")
     if not username or not password:
@@ -72,6 +77,8 @@ def guest_credential(settings: HyperVSettings, environ: Mapping[str, str]) -> Gu
 
 @dataclass(frozen=True)
 class AdmittedVm:
+    """An admitted VM: the broker URL the child uses and the readiness record it was verified against."""
+
     url: str
     readiness: BrokerReadiness
 
@@ -105,6 +112,9 @@ def admit(pool: Pool, lease: Lease, token: str, request: RolloutLaunchRequest, s
 
 
 def wait_heartbeat(lease: Lease, timeout_s: float, log: Log) -> None:
+    """Step 2: poll the Heartbeat integration service until it reports OK; raises
+    :class:`AdmissionFailed` with the last status after ``timeout_s``.
+    """
     deadline = time.monotonic() + timeout_s
     status = "unknown"
     while True:
@@ -141,6 +151,9 @@ def arm(lease: Lease, token: str, request: RolloutLaunchRequest, credential: Gue
 
 
 def read_readiness(lease: Lease, credential: GuestCredential) -> ReadinessReport | None:
+    """The guest's readiness report read through PowerShell Direct, or ``None`` when the script
+    printed nothing; raises ``HostCommandError`` or ``ValueError`` (malformed report).
+    """
     items = lease.client.guest(lease.vm, "read readiness", READINESS_SCRIPT, (),
                                username=credential.username, password=credential.password)
     return parse_one(ReadinessReport, items, "the readiness report")
@@ -148,6 +161,10 @@ def read_readiness(lease: Lease, credential: GuestCredential) -> ReadinessReport
 
 def wait_readiness(lease: Lease, request: RolloutLaunchRequest, settings: HyperVSettings,
                    credential: GuestCredential, log: Log) -> BrokerReadiness:
+    """Step 4: poll until the current boot's readiness record is for this rollout, broker
+    version, port and console user; raises :class:`AdmissionFailed` with the last problems
+    after ``readiness_timeout_s``.
+    """
     deadline = time.monotonic() + settings.readiness_timeout_s
     problems: list[str] = ["no readiness report yet"]
     while True:

@@ -118,6 +118,9 @@ EXCLUSIVE_CLOSE = ("} finally { $AbMutex.ReleaseMutex() }",)
 
 
 def render_value(value: Value) -> str:
+    """``value`` as PowerShell: a quoted literal, ``$true``/``$false``, a number, a ``$`` variable
+    (secrets included), a script block or an ``@(...)`` array.
+    """
     if isinstance(value, bool):
         return "$true" if value else "$false"
     if isinstance(value, int):
@@ -134,6 +137,7 @@ def render_value(value: Value) -> str:
 
 
 def render_cmd(command: Cmd) -> str:
+    """One cmdlet with its parameters rendered (``-Name`` for a switch, ``-Name:$true`` for a bool)."""
     parts = [command.name]
     for name, value in command.params:
         if value is None:
@@ -146,10 +150,12 @@ def render_cmd(command: Cmd) -> str:
 
 
 def render_pipeline(pipeline: Pipeline) -> str:
+    """The commands of ``pipeline`` joined by ``|``."""
     return " | ".join(render_cmd(command) for command in pipeline)
 
 
 def render_statement(statement: Statement) -> str:
+    """One statement as script text (an assignment, an ``if`` block or a pipeline)."""
     if isinstance(statement, Assign):
         return f"${statement.var} = {render_pipeline(statement.pipeline)}"
     if isinstance(statement, If):
@@ -169,6 +175,7 @@ def to_json() -> Cmd:
 
 
 def select(*properties: str) -> Cmd:
+    """``Select-Object -Property`` with ``properties`` (keeps the JSON the backend reads small)."""
     return cmd("Select-Object", Property=tuple(properties))
 
 
@@ -178,8 +185,12 @@ def where_notes_equal(notes: str) -> Cmd:
 
 
 def where_not_off() -> Cmd:
+    """Only a VM whose State is not ``Off`` passes."""
     return cmd("Where-Object", FilterScript=Block("$_.State -ne 'Off'"))
 
 
 def secrets_of(values: Sequence[str]) -> tuple[Secret, ...]:
+    """The :class:`Secret` placeholders for ``values``, in order (nothing in the package
+    calls it at present).
+    """
     return tuple(Secret(i) for i in range(len(values)))

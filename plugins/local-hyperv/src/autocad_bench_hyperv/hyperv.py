@@ -47,12 +47,17 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class VmInfo:
+    """One VM as ``Get-VM`` lists it: its name, state name and Notes (empty when unset)."""
+
     name: str
     state: str
     notes: str
 
 
 def state_name(raw: Any) -> str:
+    """The name of a VM state as ``ConvertTo-Json`` wrote it (a number, a ``{Value: ...}``
+    object or a string); ``State<n>`` for a number not in :data:`VM_STATES`.
+    """
     if isinstance(raw, int):
         return VM_STATES.get(raw, f"State{raw}")
     if isinstance(raw, dict) and "Value" in raw:

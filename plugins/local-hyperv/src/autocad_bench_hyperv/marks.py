@@ -71,14 +71,19 @@ def parse_mark(notes: str | None) -> VmMark | None:
 
 
 def controller_identity() -> str:
+    """``host:pid`` of this controller process (recorded in the lease marks it writes)."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def free_mark(broker_version: str) -> VmMark:
+    """The mark of a free pool VM with broker ``broker_version`` (written when a VM is returned)."""
     return VmMark(state="free", broker_version=broker_version)
 
 
 def lease_mark(broker_version: str, *, batch_id: str, rollout_id: str, attempt_id: str, ttl_minutes: int) -> VmMark:
+    """The mark of a VM leased now by this controller for one rollout attempt, taken over
+    when it expires in ``ttl_minutes``.
+    """
     now = datetime.now(UTC).replace(microsecond=0)
     return VmMark(state="leased", broker_version=broker_version, batch_id=batch_id, rollout_id=rollout_id,
                   attempt_id=attempt_id, controller=controller_identity(), since=now,
@@ -86,6 +91,9 @@ def lease_mark(broker_version: str, *, batch_id: str, rollout_id: str, attempt_i
 
 
 def quarantine_mark(previous: VmMark, reason: str) -> VmMark:
+    """The mark of a VM taken out of the pool after a failed admission, keeping the previous
+    mark's ids; ``reason`` is put on one line and cut to 400 characters.
+    """
     return VmMark(state="quarantined", broker_version=previous.broker_version, batch_id=previous.batch_id,
                   rollout_id=previous.rollout_id, attempt_id=previous.attempt_id,
                   since=datetime.now(UTC).replace(microsecond=0), reason=" ".join(reason.split())[:400])

@@ -49,6 +49,10 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class PoolVm:
+    """A configured pool VM and what its host listed for it (``info`` is ``None`` when the host
+    has no VM of that name); ``mark`` is ``None`` when its Notes are not a mark.
+    """
+
     host: HostSettings
     info: VmInfo | None
     name: str

@@ -24,6 +24,10 @@ PRICING_KEY = "local-hyperv"
 
 def run_preflight(request: PreflightRequest, settings: HyperVSettings, pool: Pool,
                   environ: Mapping[str, str] | None = None) -> PreflightReport:
+    """Check the credential variables, that every host answers (an unreadable host is a failed
+    check), the VMs, their checkpoints and marks, the licence seats and pricing. The admitted
+    wave is 0 unless every check passed; the pool is closed afterwards.
+    """
     env = os.environ if environ is None else environ
     checks: list[CheckResult] = [_credentials(settings, env)]
     try:

@@ -68,6 +68,10 @@ def active_workers(session: RecoverySession, batch_id: str) -> dict[str, str]:
 
 
 def worker_status(session: RecoverySession, worker: str) -> WorkerStatus:
+    """The recovery status of ``worker`` (``host/vm``): reconnectable only when it is leased,
+    Running and its heartbeat is OK. Host command errors become ``unknown`` (VM unreadable)
+    or a non-reconnectable ``running`` (heartbeat unreadable), with the error as the detail.
+    """
     found = session.pool.find(worker)
     if found is None:
         return WorkerStatus(worker_id=worker, state="unknown", reconnectable=False, detail="not a VM of this pool")

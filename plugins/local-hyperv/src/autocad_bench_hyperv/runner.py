@@ -105,6 +105,9 @@ Executor = Callable[[Sequence[str], Mapping[str, str], float], tuple[int, str, s
 
 
 def subprocess_executor(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> tuple[int, str, str]:
+    """The default :data:`Executor`: run ``argv`` with ``env`` and no stdin, decoding the output
+    leniently; raises ``TimeoutError`` after ``timeout_s`` and ``OSError`` when it cannot start.
+    """
     try:
         done = subprocess.run(list(argv), env=dict(env), capture_output=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL, check=False)
@@ -265,6 +268,7 @@ RunnerFactory = Callable[[HostSettings], CommandRunner]
 
 
 def default_runner(host: HostSettings, environ: Mapping[str, str] | None = None) -> CommandRunner:
+    """A PSRP runner for a host reached over PSRP, else a local ``powershell.exe`` runner."""
     if isinstance(host.connection, PsrpConnection):
         return PsrpRunner(host.name, host.connection, environ=environ)
     return LocalPowerShellRunner(host.name, host.connection, environ=environ)

@@ -208,5 +208,6 @@ def worker_id(host: str, vm: str) -> str:
 
 
 def split_worker_id(value: str) -> tuple[str, str] | None:
+    """``(host, vm)`` of a worker id ``<host>/<vm>``, or ``None`` when it is not one."""
     host, sep, vm = value.partition("/")
     return (host, vm) if sep and host and vm else None

@@ -45,6 +45,9 @@ def child_environment(environ: Mapping[str, str], request: RolloutLaunchRequest,
 
 
 def run(spec: WrapperSpec, child: Sequence[str]) -> int:
+    """Run the lifecycle for ``spec`` in subprocess mode with ``child`` as the child command;
+    returns the lifecycle's exit code.
+    """
     request = spec.request
     settings = hyperv_settings(request.spec)
     environ = dict(os.environ)
@@ -57,6 +60,10 @@ def run(spec: WrapperSpec, child: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The wrapper's command line: 2 on a usage error, a launch whose ``CHILD`` differs from the
+    request's ``child_command``, or a recover without a worker id; ``128 + signum`` when
+    stopped by a signal. An invalid ``SPEC`` raises pydantic's ``ValidationError``.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 4 or args[0] not in ("launch", "recover") or args[2] != "--":
         print("usage: python -m autocad_bench_hyperv.wrapper launch|recover SPEC -- CHILD...", file=sys.stderr)

@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from autocad_bench.storage import atomic_write_json
+from autocad_bench.storage import atomic_write_bytes, atomic_write_json
 from autocad_bench_xvfb.procs import ProcessRef
 
 WORKER_ID_PATTERN = re.compile(r"local-xvfb-[0-9a-f]{16}")
@@ -115,21 +115,9 @@ class WorkerRegistry:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if stat.S_IMODE(path.parent.stat().st_mode) != 0o700:
             os.chmod(path.parent, 0o700)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         payload = json.dumps({"worker_id": record.worker_id, "token": token}).encode()
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            try:
-                os.fchmod(descriptor, 0o600)  # the umask can only have removed bits; be explicit
-                os.write(descriptor, payload)
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        # Exactly 0600 from the temporary file's creation, whatever the umask.
+        atomic_write_bytes(path, payload, mode=0o600)
         return path
 
     def read_token(self, record: WorkerRecord) -> str:

@@ -32,6 +32,9 @@ def cache_control() -> Json:
 
 
 def default_system_prompt(display: DisplaySize) -> str:
+    """The system prompt used when the model's options set none (names the display size and the
+    one-tool-call-per-reply contract).
+    """
     return (
         f"You operate a CAD application on a {display.width}x{display.height} pixel desktop through the "
         f"{COMPUTER_ACTION_TOOL_NAME} tool. Every reply must be exactly one {COMPUTER_ACTION_TOOL_NAME} call "
@@ -58,6 +61,9 @@ def computer_action_tool(schema: Json) -> Json:
 
 
 def forced_tool_choice(*, disable_parallel_tool_use: bool) -> Json:
+    """The ``tool_choice`` that forces a ``computer_action`` call, optionally with parallel tool
+    use disabled.
+    """
     choice: Json = {"type": "tool", "name": COMPUTER_ACTION_TOOL_NAME}
     if disable_parallel_tool_use:
         choice["disable_parallel_tool_use"] = True

@@ -95,6 +95,9 @@ def summarize_actions(action_input: JsonValue) -> str:
 
 
 def make_outcome(turn: int, tool_use_id: str, action_input: JsonValue, feedback: str) -> Outcome:
+    """The :class:`Outcome` of one completed tool call for client checkpoints: its actions
+    summarized and the controller's feedback clipped (a placeholder when empty).
+    """
     return Outcome(turn=turn, tool_use_id=tool_use_id, actions=summarize_actions(action_input),
                    result=_clip(feedback or "(no controller feedback)", _RESULT_LIMIT))
 

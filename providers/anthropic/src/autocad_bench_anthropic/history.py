@@ -102,10 +102,14 @@ class ImageStore:
 
 
 def text_block(text: str) -> Json:
+    """A text content block."""
     return {"type": "text", "text": text}
 
 
 def image_block(ref: ArtifactRef, *, cache_control: Json | None = None) -> Json:
+    """An image block in reference form (the artifact's path and checksum, encoded only when
+    sent), with ``cache_control`` when given.
+    """
     block: Json = {
         "type": "image",
         "source": {"type": ARTIFACT_SOURCE, "path": ref.path, "sha256": ref.sha256, "media_type": ref.media_type},
@@ -116,6 +120,7 @@ def image_block(ref: ArtifactRef, *, cache_control: Json | None = None) -> Json:
 
 
 def is_artifact_image(block: Any) -> bool:
+    """Whether ``block`` is an image block in reference form (see :func:`image_block`)."""
     return (
         isinstance(block, dict)
         and block.get("type") == "image"
@@ -208,6 +213,7 @@ def messages_size(entries: list[Entry], store: ImageStore) -> int:
 
 
 def screenshot_placeholder(path: str) -> Json:
+    """The text block that replaces an earlier screenshot removed to keep a request small."""
     return text_block(f"[Earlier screenshot removed to keep the request small: {path}]")
 
 

@@ -20,17 +20,26 @@ _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|us-gov|jp|au|ca|global)\.")
 
 
 def credential_source(options: BedrockOptions) -> str:
+    """The credential note added to every failed catalog entry: the standard AWS chain with the
+    options' profile (no API key variable).
+    """
     name = f"profile {options.aws_profile!r}" if options.aws_profile else "default profile"
     return f"credentials: AWS standard credential chain ({name}); no API key variable is used"
 
 
 def boto_session(options: BedrockOptions) -> Any:
+    """A boto3 session for the options' profile and region (imports boto3: raises ``ImportError``
+    without it; an unknown profile raises botocore's ``ProfileNotFound``).
+    """
     import boto3
 
     return boto3.session.Session(profile_name=options.aws_profile, region_name=options.region)
 
 
 def check_catalog(provider: str, models: list[ModelSpec]) -> list[CatalogEntry]:
+    """The live capability check of ``models``: one catalog request per region, profile and
+    endpoint; models whose options do not parse are unavailable entries.
+    """
     return check_grouped(provider, models, parse_options,
                          lambda options: (options.region, options.aws_profile, options.catalog_endpoint_url),
                          lambda _, items: _check_group(provider, items))

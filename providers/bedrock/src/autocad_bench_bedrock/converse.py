@@ -48,6 +48,8 @@ class FrameChecksumError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ConverseSettings:
+    """The options of one Converse session, resolved by the provider from the model's options."""
+
     model: str
     max_tokens: int
     temperature: float | None

@@ -59,6 +59,9 @@ def classify_botocore(exc: BaseException) -> ProviderRequestError | None:
 
 def classify_client_error(code: str, message: str, status: int | None,
                           headers: Mapping[str, Any]) -> ProviderRequestError:
+    """A Bedrock error response as a :class:`ProviderRequestError`, by error code and then HTTP
+    status; unknown errors are fatal, and fatal or too-large errors carry no retry-after.
+    """
     # Only ``retry-after`` (seconds or an HTTP date): AWS sends no ``retry-after-ms``.
     retry_after = parse_retry_after(headers, milliseconds=False)
     text = f"{code or 'error'} (HTTP {status}): {clip(message, _MESSAGE_LIMIT)}"

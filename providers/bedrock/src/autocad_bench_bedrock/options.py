@@ -35,5 +35,8 @@ class BedrockOptions(BaseModel):
 
 
 def parse_options(model: ModelSpec) -> BedrockOptions:
+    """The model's options as :class:`BedrockOptions`; raises pydantic's ``ValidationError``
+    when they do not validate.
+    """
     return BedrockOptions.model_validate(model.options)
 

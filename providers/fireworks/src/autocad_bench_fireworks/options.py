@@ -78,6 +78,9 @@ class FireworksOptions(BaseModel):
 
 
 def parse_options(model: ModelSpec) -> FireworksOptions:
+    """The model's options as :class:`FireworksOptions`; raises pydantic's ``ValidationError``
+    when they do not validate.
+    """
     return FireworksOptions.model_validate(model.options)
 
 

@@ -56,6 +56,9 @@ def list_models(url: str, auth: MantleSigV4Auth, timeout_s: float = 30.0) -> dic
 
 
 def check_catalog(provider: str, models: list[ModelSpec]) -> list[CatalogEntry]:
+    """The live capability check of ``models``: one catalog request per region, profile and
+    base URL; models whose options do not parse are unavailable entries.
+    """
     return check_grouped(provider, models, parse_options,
                          lambda options: (options.region, options.aws_profile, options.base_url),
                          lambda _, items: _check_group(provider, items))

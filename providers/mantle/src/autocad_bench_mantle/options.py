@@ -68,6 +68,9 @@ class MantleOptions(BaseModel):
 
 
 def parse_options(model: ModelSpec) -> MantleOptions:
+    """The model's options as :class:`MantleOptions`; raises pydantic's ``ValidationError``
+    when they do not validate.
+    """
     return MantleOptions.model_validate(model.options)
 
 

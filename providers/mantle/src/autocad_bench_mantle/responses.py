@@ -54,6 +54,7 @@ class ResponsesRenderer:
 
 
 def responses_tool(schema: JsonObject, *, strict: bool) -> JsonObject:
+    """The ``computer_action`` function tool in Responses form, ``strict`` as given."""
     tool: JsonObject = {"type": "function", "name": COMPUTER_ACTION_TOOL_NAME,
                         "description": COMPUTER_ACTION_DESCRIPTION, "parameters": schema}
     tool["strict"] = strict

@@ -34,10 +34,12 @@ def image_part(ref: ArtifactRef, detail: str) -> dict[str, Any]:
 
 
 def text_part(text: str) -> dict[str, Any]:
+    """A checkpoint-form ``input_text`` part."""
     return {"type": "input_text", "text": text}
 
 
 def user_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A user message item with ``parts`` as its content."""
     return {"type": "message", "role": "user", "content": parts}
 
 
@@ -59,6 +61,7 @@ def to_wire(item: dict[str, Any], images: DataUrlCache) -> dict[str, Any]:
 
 
 def has_images(item: dict[str, Any]) -> bool:
+    """Whether ``item`` has an ``input_image`` part (a candidate when screenshots are omitted)."""
     content = item.get("content")
     return isinstance(content, list) and any(
         isinstance(p, dict) and p.get("type") == "input_image" for p in content

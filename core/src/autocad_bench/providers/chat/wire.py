@@ -86,6 +86,7 @@ def chat_tool(schema: JsonObject, *, strict: bool) -> JsonObject:
 
 
 def chat_tool_choice() -> JsonObject:
+    """The Chat Completions ``tool_choice`` that forces a call to the computer-action tool."""
     return {"type": "function", "function": {"name": COMPUTER_ACTION_TOOL_NAME}}
 
 
