@@ -43,9 +43,12 @@ def _failures(out) -> str:  # type: ignore[no-untyped-def]
     lines = []
     for result in sorted((out / "rollouts").glob("*/result.json")):
         data = json.loads(result.read_text())
-        if data.get("status") != "done":
+        if data.get("failure_class"):
             lines.append(f"{data['rollout_id']} ({data['attempt_id']}): {data.get('failure_class')}: "
                          f"{data.get('failure_detail')}")
+            log = out / "logs" / f"{data['rollout_id']}.log"
+            if log.is_file():
+                lines += ["    " + line for line in log.read_text(errors="replace").splitlines()[-15:]]
     return "\n".join(lines) + "\n"
 
 

@@ -289,6 +289,7 @@ class BrokerEvent(StrictModel):
 
 
 class EventsResponse(StrictModel):
+    """``GET /events``: every broker event so far, oldest first (read-only)."""
     events: tuple[BrokerEvent, ...]
 
 
@@ -307,6 +308,7 @@ class FrameEvent(StrictModel):
 
 
 class FrameEventsResponse(StrictModel):
+    """``GET /frame-events``: the current session's captured frames, oldest first (empty without one)."""
     frame_events: tuple[FrameEvent, ...]
 
 
@@ -329,6 +331,7 @@ class ReleaseRequest(StrictModel):
 
 
 class ReleaseResponse(StrictModel):
+    """``POST /release``: the session ended; ``replayed`` when it had already been released."""
     session_id: Name
     released: Literal[True] = True
     replayed: bool

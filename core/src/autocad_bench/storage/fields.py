@@ -12,28 +12,34 @@ from typing import Any
 
 
 def as_dict(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty dict for anything else."""
     return value if isinstance(value, dict) else {}
 
 
 def as_list(value: Any) -> list[Any]:
+    """A JSON array, or an empty list for anything else."""
     return value if isinstance(value, list) else []
 
 
 def as_str(value: Any) -> str | None:
+    """A JSON string, or None for anything else."""
     return value if isinstance(value, str) else None
 
 
 def as_int(value: Any) -> int | None:
+    """A JSON integer, or None for anything else (``true`` and ``false`` are not integers)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def as_float(value: Any) -> float | None:
+    """A JSON number as a float, or None for anything else (booleans included)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
 
 
 def as_bool(value: Any) -> bool | None:
+    """A JSON boolean, or None for anything else."""
     return value if isinstance(value, bool) else None
 
 

@@ -53,6 +53,7 @@ ChildRunner = Callable[[Mapping[str, str]], int]
 
 
 def identity_of(request: RolloutLaunchRequest) -> SandboxIdentity:
+    """The sandbox identity (batch, rollout, attempt, broker version, template) of ``request``."""
     return SandboxIdentity(batch_id=request.batch_id, rollout_id=request.rollout_id, attempt_id=request.attempt_id,
                            broker_version=request.spec.broker_version, template=request.task_template)
 

@@ -23,6 +23,7 @@ TOOLS: tuple[tuple[Tool, str], ...] = (("xvfb", "Xvfb"), ("librecad", "LibreCAD"
 
 
 def cpu_count() -> int:
+    """CPUs this process may run on (its affinity on Linux, else the machine's count; at least 1)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -42,6 +43,10 @@ def available_memory_mb() -> int | None:
 
 
 def tool_check(settings: LocalXvfbSettings, tool: Tool, label: str) -> CheckResult:
+    """Whether the ``tool`` executable of ``settings`` is found (a path, or a name on ``PATH``).
+
+    A missing tool fails the check with the install hint; ``label`` names it in the reason.
+    """
     command = settings.executable(tool)
     found = shutil.which(command)
     if found is None:
@@ -52,6 +57,11 @@ def tool_check(settings: LocalXvfbSettings, tool: Tool, label: str) -> CheckResu
 
 
 def broker_check(broker_command: Sequence[str], default: bool) -> CheckResult:
+    """Whether the broker can be started: the custom ``broker_command``'s program is found, or
+    (``default``) ``autocad_bench_broker`` and its server entry point are importable.
+
+    A missing broker package fails with the extra to install; nothing is imported or started.
+    """
     if not default:
         program = broker_command[0]
         found = shutil.which(program)
@@ -72,6 +82,10 @@ def broker_check(broker_command: Sequence[str], default: bool) -> CheckResult:
 
 
 def state_dir_check(state_dir: Path) -> CheckResult:
+    """Whether worker records can be created in ``state_dir``.
+
+    Fails when the nearest existing ancestor is not a directory writable and searchable by this user.
+    """
     existing = state_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -83,6 +97,10 @@ def state_dir_check(state_dir: Path) -> CheckResult:
 
 
 def capacity(settings: LocalXvfbSettings) -> tuple[int, str]:
+    """How many sandboxes fit at once, by CPUs and available memory, and why (the reason text).
+
+    When the available memory is unknown only the CPUs count; never negative.
+    """
     cpus = cpu_count()
     memory = available_memory_mb()
     by_cpu = int(cpus / settings.cpus_per_rollout)
@@ -95,6 +113,12 @@ def capacity(settings: LocalXvfbSettings) -> tuple[int, str]:
 
 def run_preflight(request: PreflightRequest, settings: LocalXvfbSettings, state_dir: Path,
                   broker_command: Sequence[str], default_broker: bool) -> PreflightReport:
+    """The admission report of the local-xvfb backend: platform, tools, broker, state directory, capacity.
+
+    The admitted wave is the smallest of the requested concurrency, the number of assignments and
+    the capacity; the report passes only when every check does. Read-only: starts nothing,
+    creates nothing.
+    """
     linux = sys.platform.startswith("linux")
     checks = [CheckResult(name="platform", passed=linux,
                           reason="Linux (/proc and Xvfb)" if linux else f"local-xvfb needs Linux, not {sys.platform}")]

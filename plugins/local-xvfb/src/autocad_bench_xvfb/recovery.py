@@ -115,6 +115,10 @@ def assess(record: WorkerRecord, settings: LocalXvfbSettings, registry: WorkerRe
 
 
 def worker_status(session: RecoverySession, worker_id: str) -> WorkerStatus:
+    """What :func:`assess` says about worker ``worker_id`` (``terminated`` when its record is gone).
+
+    Reads the record and probes its processes and broker; starts and stops nothing.
+    """
     record = session.registry.find(worker_id)
     if record is None:
         return WorkerStatus(worker_id=worker_id, state="terminated", reconnectable=False,
@@ -131,6 +135,10 @@ def worker_id_from_log(log_text: str) -> str | None:
 
 
 def terminate_worker(session: RecoverySession, worker_id: str) -> bool:
+    """Tear down worker ``worker_id``, its owner wrapper included; True when nothing of it is left.
+
+    A worker without a record counts as torn down; a failed cleanup keeps the record for a retry.
+    """
     record = session.registry.find(worker_id)
     if record is None:
         return True

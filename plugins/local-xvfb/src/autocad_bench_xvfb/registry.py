@@ -40,6 +40,7 @@ WORKER_ID_PATTERN = re.compile(r"local-xvfb-[0-9a-f]{16}")
 
 
 def new_worker_id() -> str:
+    """A fresh random worker id, ``local-xvfb-`` and 16 hex digits (matches :data:`WORKER_ID_PATTERN`)."""
     return f"local-xvfb-{secrets.token_hex(8)}"
 
 
@@ -202,4 +203,5 @@ class WorkerRegistry:
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (what records store)."""
     return datetime.now(UTC)

@@ -67,6 +67,10 @@ class WrapperSpec(BaseModel):
 
 
 def launch(spec: WrapperSpec, child: Sequence[str]) -> int:
+    """``launch SPEC -- CHILD...``: run the rollout's lifecycle with ``CHILD...`` as its child; returns the exit code.
+
+    Exits with an error when ``child`` differs from the request's ``child_command``.
+    """
     request = spec.request
     if tuple(child) != request.child_command:
         raise SystemExit("autocad_bench_xvfb.wrapper: the command after -- differs from the request's child_command")
@@ -79,6 +83,12 @@ def launch(spec: WrapperSpec, child: Sequence[str]) -> int:
 
 
 def recover(spec: WrapperSpec) -> int:
+    """``recover SPEC``: wait for, take over or remove the worker a dead controller left; returns the exit code.
+
+    See the module docstring for the three cases; :data:`EXIT_EVALUATION_UNAVAILABLE` when the
+    evaluator cannot be resolved, :data:`EXIT_NOT_RECONNECTABLE` when the desktop is gone and the
+    rollout wrote no ``result.json``.
+    """
     request = spec.request
     log = LifecycleLog(request.log_path)
     registry = WorkerRegistry(Path(spec.state_dir))
@@ -149,6 +159,10 @@ def _result(output_dir: Path) -> RolloutResult | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m autocad_bench_xvfb.wrapper``; returns the exit code (2: usage error).
+
+    An invalid SPEC raises a validation error; SIGTERM and SIGINT stop the command within a bound.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2 or args[0] not in ("launch", "recover"):
         print("usage: python -m autocad_bench_xvfb.wrapper launch SPEC -- CHILD... | recover SPEC",
