@@ -211,6 +211,7 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
                 # The rollout finished after its controller died (a subprocess child outlives
                 # it): record what it wrote, score and spend included, exactly as _record_end would.
                 _record_finished(runner, batch_dir, entry.rollout_id)
+        _terminate_finished_workers(runner.backend, plan, state, batch_dir)
         return runner.execute(plan.runnable)
 
     code = run_interruptibly(runner, continue_plan)
@@ -221,6 +222,31 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
         say(resume_hint(batch_dir))
         return code
     return 0 if all(r.state == "done" for r in runner.store.state.rollouts) else 1
+
+
+def _terminate_finished_workers(backend: PluginHandle, plan: ResumePlan, state: BatchState, batch_dir: Path) -> None:
+    """Release every worker still held for a rollout that will not run on it again.
+
+    A controller that died took with it the release of desktops whose rollouts had ended
+    (completed, failed, lost) or that will restart on a fresh desktop; the backend still
+    lists them as active. They are released through ``terminate_worker`` before anything
+    starts, so they cost nothing more and their capacity is free for the rollouts that do
+    run. Backends without the recovery protocol have nothing to list. Safe to repeat.
+    """
+    if not backend.supports_recovery:
+        return
+    spec = InfrastructureSpec.model_validate(state.infrastructure)
+    session = backend.call("create_recovery_session", spec=spec)
+    workers: dict[str, str] = backend.call("list_active_workers", session=session, request=ActiveWorkersRequest(
+        batch_id=state.batch_id, spec=spec, output_dir=batch_dir)) or {}
+    for entry in plan.entries:
+        worker_id = workers.get(entry.rollout_id)
+        if worker_id is None or (entry.action == "resume" and entry.worker_id == worker_id):
+            continue
+        gone = backend.call("terminate_worker", session=session, worker_id=worker_id)
+        with open(BatchPaths(batch_dir).log(entry.rollout_id), "a", encoding="utf-8") as log:
+            log.write(f"{utcnow().isoformat()} resume: released worker {worker_id} of this {entry.action} rollout"
+                      f"{'' if gone else ' (the backend could not confirm it is gone)'}\n")
 
 
 def _planned_as_recorded(loaded: LoadedConfig, state: BatchState) -> LoadedConfig:
