@@ -43,9 +43,6 @@ MARGIN = 0.05
 PER_KIND = 1
 """Variants per mutation kind and task in the walk (which text, layer or entity is chosen by a
 generator seeded with the task id)."""
-WALK_SECONDS_PER_TASK = 0.4
-"""Generous bound on the walk's time per task (it prints its measured time; about 0.1 s per task
-on one 2-core machine)."""
 WALK_WORKERS = 4
 """Processes the walk runs on (at most the machine's CPUs)."""
 INVARIANT_STRIDE = 4
@@ -221,7 +218,6 @@ def test_mutation_walk_every_stated_property_fails(capsys: pytest.CaptureFixture
     # every kind of mutation the suite can exercise was exercised
     for kind in ("scale-1.01", "scale-0.99", "shift-1mm", "drop", "hatch-add"):
         assert kinds[kind] > 0, kind
-    assert elapsed < WALK_SECONDS_PER_TASK * max(len(task_ids), 120), elapsed
 
 
 @pytest.mark.parametrize(
