@@ -20,9 +20,11 @@ from autocad_bench.infrastructure import (
     ActiveWorkersRequest,
     ReapReport,
     ReapRequest,
+    RecoveryLaunchRequest,
     RolloutCommand,
     RolloutLaunchRequest,
     SharedChild,
+    WorkerStatus,
 )
 from autocad_bench.testing.lifecycle_checks import Rule
 from example_autocad_backend import ExamplePoolPlugin, PoolSettings
@@ -57,7 +59,10 @@ FLAWS: dict[str, tuple[str, str]] = {
     "reap-overreaches": ("crash", Rule.REAP_SCOPED),
     "reap-not-idempotent": ("crash", Rule.REAP_IDEMPOTENT),
     "terminate-fails": ("crash", Rule.TERMINATE_IDEMPOTENT),
+    "recovery-any-worker": ("crash", Rule.RECOVERY_SAME_DESKTOP),
+    "recovery-never-runs-child": ("crash", Rule.RECOVERY_RUNS_RESUME_CHILD),
 }
+RECOVERY_WRAPPER_FLAWS = {"recovery-any-worker", "recovery-never-runs-child"}
 
 _LEAKED_SOCKETS: list[socket.socket] = []
 
@@ -131,6 +136,19 @@ class BrokenPool(ExamplePoolPlugin):
         if self.flaw == "reap-not-idempotent":
             return ReapReport(cleaned=("lease 0",))
         return report
+
+    def worker_status(self, session: PoolSettings, worker_id: str) -> WorkerStatus:
+        status = super().worker_status(session, worker_id)
+        if self.flaw == "not-reconnectable":  # not a flaw: the kit then skips the resume, saying so
+            return status.model_copy(update={"reconnectable": False, "detail": "the desktop was rebooted"})
+        return status
+
+    def build_recovery_command(self, request: RecoveryLaunchRequest) -> RolloutCommand:
+        command = super().build_recovery_command(request)
+        if self.flaw in RECOVERY_WRAPPER_FLAWS:
+            return command.model_copy(update={"argv": (sys.executable, str(BROKEN_WRAPPER), self.flaw,
+                                                       *command.argv[3:])})
+        return command
 
     def terminate_worker(self, session: PoolSettings, worker_id: str) -> bool:
         if self.flaw == "terminate-fails":

@@ -52,6 +52,23 @@ def main(argv: list[str]) -> int:
         with lease_worker(settings, batch_id, rollout_id) as url:
             return subprocess.Popen(child, env=_env(settings, url), start_new_session=True).wait()
 
+    if flaw == "recovery-any-worker":
+        # Resuming, ignores the worker it is to reconnect and takes a desktop nobody holds.
+        def elsewhere() -> int:
+            with lease_worker(settings, batch_id, f"{rollout_id} (resumed)") as url:
+                return run_child_process(child, _env(settings, url), 5.0)
+
+        return run_terminable(elsewhere)
+
+    if flaw == "recovery-never-runs-child":
+        # Reconnects to the right worker, then reports the resume child's exit code without running it.
+        def no_child() -> int:
+            with lease_worker(settings, batch_id, rollout_id, spec.get("worker")):
+                time.sleep(0.2)
+                return 9
+
+        return run_terminable(no_child)
+
     def body() -> int:
         with lease_worker(settings, batch_id, rollout_id) as url:
             env = _env(settings, url)

@@ -33,22 +33,27 @@ FAST = ConformanceOptions(check_timeout_s=60.0, cancel_grace_s=2.0, settle_s=1.0
 
 
 @pytest.fixture
-def broker() -> Iterator[FakeBroker]:
-    with fake_brokers(1) as brokers:
-        yield brokers[0]
+def brokers() -> Iterator[list[FakeBroker]]:
+    with fake_brokers(2, token="example-pool-token-" + "3b6e") as started:
+        yield started
 
 
 @pytest.fixture
-def pool(tmp_path: Path, broker: FakeBroker, monkeypatch: pytest.MonkeyPatch
+def pool(tmp_path: Path, brokers: list[FakeBroker], monkeypatch: pytest.MonkeyPatch
          ) -> tuple[InfrastructureSpec, Callable[[], Hashable]]:
-    """A one-desktop pool on a live fake broker and its external state (the lease files)."""
-    monkeypatch.setenv("EXAMPLE_POOL_TOKEN", broker.token)
+    """A two-desktop pool on live fake brokers and its external state (the lease files).
+
+    Two desktops, so that a resume which takes another free desktop than the crashed
+    rollout's is caught.
+    """
+    assert len({broker.token for broker in brokers}) == 1
+    monkeypatch.setenv("EXAMPLE_POOL_TOKEN", brokers[0].token)
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     leases = tmp_path / "leases"
     spec = InfrastructureSpec(backend="example-pool", broker_version="windows-autocad-2019-v11",
-                              settings={"workers": [broker.url], "token_env": "EXAMPLE_POOL_TOKEN",
-                                        "lease_dir": str(leases)})
+                              settings={"workers": [broker.url for broker in brokers],
+                                        "token_env": "EXAMPLE_POOL_TOKEN", "lease_dir": str(leases)})
 
     def state() -> Hashable:
         return tuple((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in sorted(leases.glob("*")))
@@ -68,7 +73,20 @@ def probe(backend: object, pool: tuple[InfrastructureSpec, Callable[[], Hashable
 @pytest.mark.parametrize("check", EXECUTED_CHECKS)
 def test_the_correct_example_backend_passes(check: str, pool: tuple[InfrastructureSpec, Callable[[], Hashable]],
                                             tmp_path_factory: pytest.TempPathFactory) -> None:
-    probe(ExamplePoolPlugin(), pool, tmp_path_factory.mktemp("kit")).run(check)
+    kit = probe(ExamplePoolPlugin(), pool, tmp_path_factory.mktemp("kit"))
+    kit.run(check)
+    # The shipped example implements recovery: its crash check must really resume a rollout.
+    assert kit.not_exercised == {}
+
+
+def test_a_worker_that_is_not_reconnectable_skips_the_resume_saying_so(
+        pool: tuple[InfrastructureSpec, Callable[[], Hashable]], tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, state = pool
+    before = state()
+    kit = probe(BrokenPool("not-reconnectable"), pool, tmp_path_factory.mktemp("kit"))
+    kit.run("crash")
+    assert "not reconnectable" in kit.not_exercised["resume"]
+    assert state() == before  # the crashed rollout the kit did not resume was reaped
 
 
 @pytest.mark.parametrize("flaw", sorted(FLAWS))

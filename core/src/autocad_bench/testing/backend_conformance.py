@@ -26,8 +26,11 @@ and a broker that answers ``/health``, and exits with the child's code; ``run_sh
 returns the child's code as an ``int``; a cancelled rollout (SIGTERM to its process
 group, SIGKILL after the grace) stops in time and still cleans up; after a simulated
 controller crash the recovery hooks find the worker and ``reap_batch`` removes exactly
-this batch's leftovers, idempotently. After each of them no process of the rollout may be
-left and ``external_state`` and the preflight capacity must be back where they were.
+this batch's leftovers, idempotently, and a second crashed rollout whose worker
+``worker_status`` calls reconnectable is resumed through ``build_recovery_command`` on that
+same worker (the resume child runs once, exactly, and its exit code is the command's).
+After each of them no process of the rollout may be left and ``external_state`` and the
+preflight capacity must be back where they were.
 
 Every executed check is bounded (``conformance_options().check_timeout_s``) and needs only
 ``backend``, ``valid_spec`` (with live brokers, e.g. :mod:`autocad_bench.testing.fake_broker`)
@@ -38,6 +41,7 @@ pytest configuration.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -230,6 +234,9 @@ class BackendConformance:
         if not proc_available():
             pytest.skip(f"executed check '{check}' follows the rollout's processes through /proc (Linux only)")
         probe.run(check)
+        for part, why in probe.not_exercised.items():
+            warnings.warn(f"executed check '{check}' passed without exercising its {part} path: {why}",
+                          UserWarning, stacklevel=2)
 
     def test_rollout_command_keeps_the_child_and_hides_secrets(
         self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path, secret_env: str

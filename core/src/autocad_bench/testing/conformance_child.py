@@ -13,7 +13,8 @@ through unchanged.
 
 The child writes ``<pid>.started.json`` once it has looked around (its exact argv, its
 process ids, a SHA-256 per environment variable so that no secret value reaches the disk,
-the broker URL and the ``/health`` outcome), then ``<pid>.exited.json`` with the code it
+the broker URL and the ``/health`` outcome, with the desktop's ``boot_id`` and
+``startup_id`` it answered), then ``<pid>.exited.json`` with the code it
 exits with. On SIGTERM it behaves like the pilot's graceful stop: it stops its helper,
 records ``terminated`` and exits ``128 + SIGTERM``. Nothing here runs at import.
 """
@@ -64,7 +65,8 @@ def check_health(url: str | None, token: str | None) -> dict[str, Any]:
                                          headers={"Authorization": f"Bearer {token or ''}"})
         try:
             with urllib.request.urlopen(request, timeout=HEALTH_TIMEOUT_S) as response:
-                return {"ok": response.status == 200, "detail": f"/health answered {response.status}"}
+                return {"ok": response.status == 200, "detail": f"/health answered {response.status}",
+                        "desktop": _desktop(response.read())}
         except urllib.error.HTTPError as error:
             return {"ok": False, "detail": f"/health answered {error.code}"}
         except (urllib.error.URLError, OSError, ValueError) as error:
@@ -72,6 +74,21 @@ def check_health(url: str | None, token: str | None) -> dict[str, Any]:
         if attempt + 1 < HEALTH_ATTEMPTS:
             time.sleep(0.5)
     return {"ok": False, "detail": detail}
+
+
+def _desktop(body: bytes) -> list[str] | None:
+    """The desktop a ``/health`` body names (its ``boot_id`` and ``startup_id``), None if it names none.
+
+    Tells one desktop from another when the URL does not (a backend that tunnels to its
+    workers hands each rollout another local port to the same desktop).
+    """
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not data.get("boot_id") or not data.get("startup_id"):
+        return None
+    return [str(data["boot_id"]), str(data["startup_id"])]
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

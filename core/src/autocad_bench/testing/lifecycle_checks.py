@@ -33,7 +33,17 @@ The checks (names as in :data:`EXECUTED_CHECKS`):
     handle in ``worker_status``; ``reap_batch`` of another batch must leave the leftovers
     alone, ``reap_batch`` of this batch must remove every one of them (processes included)
     and say so, a second reap must find nothing, and ``terminate_worker`` on the reaped worker
-    must still return ``True``.
+    must still return ``True``. Once those hold, a recovery backend then resumes a second
+    crashed rollout: when ``worker_status`` calls its worker reconnectable, the kit builds
+    ``build_recovery_command`` (a :class:`RecoveryLaunchRequest` as the controller's resume
+    builds it, with a recording child as ``resume_command``) and runs it as the controller
+    runs a subprocess-mode command. The resume child must run exactly once with the exact
+    resume argv, reach the same worker's broker (the URL the crashed child had, or a URL whose
+    ``/health`` names the same desktop by ``boot_id`` and ``startup_id``), see only
+    the allowed environment, and its exit code must be the command's; afterwards no process
+    may remain and ``external_state`` and the capacity must be back. When the worker is not
+    reconnectable (or the backend has no recovery protocol) the resume path is not
+    exercised: no failure, but :attr:`LifecycleProbe.not_exercised` says why.
 
 Every check runs under its own time bound (:attr:`ConformanceOptions.check_timeout_s`):
 backend hooks are called on a daemon thread and abandoned at the bound, commands are killed.
@@ -68,6 +78,7 @@ from autocad_bench.infrastructure.models import (
     PreflightRequest,
     ReapReport,
     ReapRequest,
+    RecoveryLaunchRequest,
     RolloutCommand,
     RolloutLaunchRequest,
     WorkerStatus,
@@ -109,6 +120,7 @@ CHILD_PAYLOAD = ("--x", "a b", "", "$HOME", "*", "'\"quoted\"'", "ü-ñ", "tail"
 
 LIFECYCLE_EXIT_CODE = 7
 SHARED_EXIT_CODE = 5
+RESUME_EXIT_CODE = 9
 
 
 class Rule:
@@ -134,6 +146,8 @@ class Rule:
     REAP_CLEANS_LEFTOVERS = "reap-cleans-leftovers"
     REAP_IDEMPOTENT = "reap-idempotent"
     TERMINATE_IDEMPOTENT = "terminate-worker-idempotent"
+    RECOVERY_RUNS_RESUME_CHILD = "recovery-runs-resume-child"
+    RECOVERY_SAME_DESKTOP = "recovery-same-desktop"
     CHECK_TIMEOUT = "check-timeout"
 
 
@@ -326,6 +340,9 @@ class LifecycleProbe:
         self.workdir = workdir
         self.options = options or ConformanceOptions()
         self._environ = environ
+        self.not_exercised: dict[str, str] = {}
+        """Parts of a check that ran but could not be exercised on this backend, with the reason
+        (``{"resume": "..."}`` when the crash check could not resume a rollout)."""
 
     @property
     def environ(self) -> Mapping[str, str]:
@@ -478,8 +495,9 @@ class LifecycleProbe:
         for name in (BROKER_URL_ENV, BROKER_TOKEN_ENV):
             if name not in environ:
                 violations.append((Rule.CHILD_ENVIRONMENT, f"the {where} did not get {name}"))
-        if where == "child" and environ.get(SECRET_ENV) != conformance_child.value_digest(CONFORMANCE_SECRET):
-            violations.append((Rule.CHILD_ENVIRONMENT, f"the child did not get {SECRET_ENV}, which the request "
+        listed = environ.get(SECRET_ENV) == conformance_child.value_digest(CONFORMANCE_SECRET)
+        if where in ("child", "resume child") and not listed:
+            violations.append((Rule.CHILD_ENVIRONMENT, f"the {where} did not get {SECRET_ENV}, which the request "
                                                        "lists in child_environment_names"))
         if hidden & set(environ):
             violations.append((Rule.CHILD_ENVIRONMENT, f"the {where} saw backend- or evaluation-only variables "
@@ -660,6 +678,13 @@ class LifecycleProbe:
         return report if isinstance(report, ReapReport) else f"reap_batch returned {report!r}"
 
     def _crash(self, deadline: _Deadline) -> list[tuple[str, str]]:
+        self.not_exercised.pop("resume", None)
+        violations = self._crash_and_reap(deadline)
+        if violations:
+            return violations  # the resume below would only repeat what the leftovers broke
+        return self._crash_and_resume(deadline)
+
+    def _crash_and_reap(self, deadline: _Deadline) -> list[tuple[str, str]]:
         request, records = self._request("crash", {"sleep_s": self.options.check_timeout_s, "health": True})
         run: _Run | None = None
         ok = False
@@ -677,7 +702,7 @@ class LifecycleProbe:
             run.process.wait()
             run.watch.poll()
             left = self._snapshot(deadline)
-            recovery, worker = self._recovery_rules(deadline, request)
+            recovery, worker, _ = self._recovery_rules(deadline, request)
             violations += recovery
             other = self._reap(deadline, request.batch_id + "-other", request)
             if self._snapshot(deadline) != left:
@@ -718,11 +743,11 @@ class LifecycleProbe:
             if not ok:
                 self._abandon(run, deadline, request.batch_id)
 
-    def _recovery_rules(self, deadline: _Deadline,
-                        request: RolloutLaunchRequest) -> tuple[list[tuple[str, str]], str | None]:
+    def _recovery_rules(self, deadline: _Deadline, request: RolloutLaunchRequest
+                        ) -> tuple[list[tuple[str, str]], str | None, WorkerStatus | None]:
         """A recovery backend lists the crashed rollout's worker and knows that handle (the worker id)."""
         if not self.handle.implements("list_active_workers"):
-            return [], None
+            return [], None, None
         session = bounded(deadline, "create_recovery_session",
                           lambda: self.handle.call("create_recovery_session", spec=self.spec))
         listing = ActiveWorkersRequest(batch_id=request.batch_id, spec=self.spec,
@@ -731,11 +756,112 @@ class LifecycleProbe:
                           lambda: self.handle.call("list_active_workers", session=session, request=listing))
         if not isinstance(workers, dict) or request.rollout_id not in workers:
             return [(Rule.RECOVERY_LISTS_WORKER, f"after the crash, list_active_workers returned {workers!r}, "
-                                                 f"without the rollout {request.rollout_id!r}")], None
+                                                 f"without the rollout {request.rollout_id!r}")], None, None
         worker = str(workers[request.rollout_id])
         status = bounded(deadline, "worker_status",
                          lambda: self.handle.call("worker_status", session=session, worker_id=worker))
         if not isinstance(status, WorkerStatus) or status.worker_id != worker or status.state == "unknown":
             return [(Rule.RECOVERY_WORKER_HANDLE, f"list_active_workers gave the handle {worker!r} but worker_status "
-                                                  f"does not know it: {status!r}")], worker
-        return [], worker
+                                                  f"does not know it: {status!r}")], worker, None
+        return [], worker, status
+
+    def _crash_and_resume(self, deadline: _Deadline) -> list[tuple[str, str]]:
+        """Crash a second rollout and resume it on its listed worker, as ``autocad-bench-resume`` does."""
+        if not (self.handle.implements("list_active_workers") and self.handle.implements("build_recovery_command")):
+            self.not_exercised["resume"] = "the backend does not implement the recovery protocol"
+            return []
+        request, records = self._request("crash-resume", {"sleep_s": self.options.check_timeout_s, "health": True})
+        crashed: _Run | None = None
+        resumed: _Run | None = None
+        ok = False
+        try:
+            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
+            crashed = _Run(request, self._command(deadline, request), records)
+            failure = self._start(crashed)
+            if failure is not None:
+                return [(Rule.COMMAND_STARTS, failure)]
+            violations = self._wait_started(crashed, deadline)
+            if violations:
+                return violations
+            self._kill_group(crashed, signal.SIGKILL)
+            assert crashed.process is not None and crashed.watch is not None
+            crashed.process.wait()
+            crashed.watch.poll()
+            recovery, worker, status = self._recovery_rules(deadline, request)
+            if recovery or worker is None or status is None:
+                return recovery
+            if not status.reconnectable:
+                self.not_exercised["resume"] = (f"worker_status called the worker {worker!r} not reconnectable "
+                                                f"({status.state}: {status.detail or 'no detail'})")
+                return []  # not a failure; the finally below reaps the crashed rollout
+            crashed_record = crashed.started()[0]
+            resume_records = records.parent / "resume-records"
+            resume_records.mkdir()
+            resume_child = (sys.executable, "-m", conformance_child.MODULE, str(resume_records),
+                            json.dumps({"exit_code": RESUME_EXIT_CODE, "health": True}), *CHILD_PAYLOAD)
+            # As the controller's resume: the rollout's own request, its child the resume command.
+            launch = request.model_copy(update={"child_command": resume_child})
+            recovery_request = RecoveryLaunchRequest(launch=launch, worker_id=worker, resume_command=resume_child)
+            command = bounded(deadline, "build_recovery_command",
+                              lambda: self.handle.call("build_recovery_command", request=recovery_request))
+            if not isinstance(command, RolloutCommand):
+                return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"build_recovery_command returned {command!r}")]
+            resumed = _Run(launch, command, resume_records)
+            failure = self._start(resumed)
+            if failure is not None:
+                return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"the recovery command could not be started: {failure}")]
+            code = self._wait(resumed, deadline)
+            if code is None:
+                raise deadline.timeout("the recovery command")
+            violations = self._resume_rules(resumed, worker, crashed_record)
+            if code != RESUME_EXIT_CODE:
+                violations.append((Rule.EXIT_CODE, f"the resume child exited {RESUME_EXIT_CODE} but the recovery "
+                                                   f"command exited {code}; command log: {_tail(launch.log_path)}"))
+            violations += self._released(deadline, resumed, state, capacity, request.batch_id,
+                                         what="after the resumed rollout ended")
+            ok = not violations
+            return violations
+        finally:
+            if crashed is not None and crashed.watch is not None:
+                crashed.watch.kill_all()  # whatever of the crashed attempt outlived it is the kit's to end
+            if not ok:
+                if resumed is not None:
+                    self._abandon(resumed, deadline, request.batch_id)
+                self._abandon(crashed, deadline, request.batch_id)
+
+    def _resume_rules(self, run: _Run, worker: str, crashed: dict[str, Any]) -> list[tuple[str, str]]:
+        """The resume child ran once, exactly, on the crashed rollout's desktop, seeing what it may."""
+        started = run.started()
+        if not started:
+            return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"the recovery command for worker {worker!r} never ran the "
+                                                      f"resume child (no record in {run.record_dir}); command log: "
+                                                      f"{_tail(run.request.log_path)}")]
+        violations = []
+        if len(started) > 1:
+            violations.append((Rule.RECOVERY_RUNS_RESUME_CHILD, f"the resume child ran {len(started)} times, not "
+                                                                f"once"))
+        record = started[0]
+        if record["orig_argv"] != list(run.request.child_command):
+            violations.append((Rule.RECOVERY_RUNS_RESUME_CHILD, f"the resume child ran as {record['orig_argv']!r}, "
+                                                                f"not as {list(run.request.child_command)!r}"))
+        exited = run.exited()
+        if not exited or exited[0]["exit_code"] != RESUME_EXIT_CODE:
+            violations.append((Rule.RECOVERY_RUNS_RESUME_CHILD, f"the resume child did not run to its end (exit "
+                                                                f"record: {exited!r})"))
+        # The same desktop: the same broker URL, or (a backend tunnelling to its workers hands
+        # out a new local port per connection) a broker that names the same desktop on /health.
+        desktop = (record.get("health") or {}).get("desktop")
+        same_desktop = desktop is not None and desktop == (crashed.get("health") or {}).get("desktop")
+        if record.get("broker_url") != crashed.get("broker_url") and not same_desktop:
+            violations.append((Rule.RECOVERY_SAME_DESKTOP, f"resuming on worker {worker!r}, the resume child got the "
+                                                           f"broker URL {record.get('broker_url')!r} (desktop "
+                                                           f"{desktop!r}), not {crashed.get('broker_url')!r} of the "
+                                                           f"worker the crashed rollout held (desktop "
+                                                           f"{(crashed.get('health') or {}).get('desktop')!r})"))
+        violations += self.environment_rules(record["environ"], run.request, run.command, where="resume child")
+        if not (record.get("health") or {}).get("ok"):
+            detail = (record.get("health") or {}).get("detail", "not checked")
+            violations.append((Rule.BROKER_REACHABLE, f"the broker URL the resume child got "
+                                                      f"({record.get('broker_url')!r}) did not answer /health: "
+                                                      f"{detail}"))
+        return violations
