@@ -98,6 +98,12 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """Run as the kit's child: record into ``argv[0]``, act on the rest, return the exit code.
+
+    Called by ``python -m autocad_bench.testing.conformance_child`` inside the backend under
+    test; a record directory that cannot be written raises ``OSError`` (the kit then finds no
+    record and reports the child as never run).
+    """
     record_dir = Path(argv[0])
     pid = os.getpid()
     try:
