@@ -307,12 +307,16 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
     async def checkpoint(self, session: Session[FakeDesktop], request_id: str) -> driver.CheckpointOutcome:
         """"Save" ``drawing.dxf``: the session, its next index and every injected action as text."""
         name = "drawing.dxf"
-        lines = [f"session={session.session_id}", f"next_index={session.next_index}"]
-        lines += [json.dumps(action_to_wire(item.action), sort_keys=True) for item in self.injected]
-        content = ("\n".join(lines) + "\n").encode()
+        content = self._drawing(session)
         self._artifacts[name] = content
         artifact = ArtifactInfo(name=name, size=len(content), sha256=hashlib.sha256(content).hexdigest())
         return driver.CheckpointOutcome(artifact)
+
+    def _drawing(self, session: Session[FakeDesktop]) -> bytes:
+        """The bytes a save writes (tests replace it to play a desktop holding a real drawing)."""
+        lines = [f"session={session.session_id}", f"next_index={session.next_index}"]
+        lines += [json.dumps(action_to_wire(item.action), sort_keys=True) for item in self.injected]
+        return ("\n".join(lines) + "\n").encode()
 
     async def read_artifact(self, session: Session[FakeDesktop], info: ArtifactInfo) -> bytes:
         return self._artifacts[info.name]
