@@ -169,6 +169,7 @@ class FakeRig:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
+        workdir.mkdir(parents=True)  # one folder per worker started: the test counts them
         self.tasks = loadable_tasks()
 
     @property
@@ -209,8 +210,11 @@ def test_scheduler_orders_results_and_survives_a_crashed_and_a_hung_worker(tmp_p
     assert hung.error is not None and "overran the run timeout (5 s)" in hung.error
     assert crashed.batches > 0 and crashed.report is None
     assert all(r.error is not None and r.error.startswith("fake run in ") for r in by_run.values()), by_run
-    pids = {r.error for r in by_run.values()}
-    assert len(pids) >= 3  # two workers plus at least one replacement
+    assert len({r.error for r in by_run.values()}) >= 2  # the runs were spread over the workers
+    # Two workers plus a replacement for the crashed one (it had completed runs and runs were
+    # pending). Whether the replacement gets a run before the survivor drains the queue
+    # depends on how fast a spawned process starts, so only its start is asserted.
+    assert len(list(tmp_path.glob("worker-*"))) >= 3
     # The crashed and the hung worker each had their leftovers killed by the rig's factory.
     assert len(FakeRig.killed) >= 2 and {display for _, display in FakeRig.killed} == {":fake"}
     assert len({marker for marker, _ in FakeRig.killed}) == len(FakeRig.killed)
