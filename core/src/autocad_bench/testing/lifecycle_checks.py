@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -322,6 +322,23 @@ class _Run:
         return [json.loads(p.read_text()) for p in sorted(self.record_dir.glob("*.exited.json"))]
 
 
+@dataclass
+class _Trial:
+    """One check's rollout from request to clean-up: what it started from and what it started.
+
+    ``state`` and ``capacity`` are the external state and the preflight answer before the
+    rollout; ``runs`` the commands started for it (a crashed one, then its resume). Unless
+    ``ok`` is set, the check broke something and :meth:`LifecycleProbe._trial` abandons it.
+    """
+
+    request: RolloutLaunchRequest
+    records: Path
+    state: Hashable = None
+    capacity: tuple[object, ...] = ()
+    runs: list[_Run] = field(default_factory=list)
+    ok: bool = False
+
+
 class LifecycleProbe:
     """Runs the executed checks against one backend (see the module docstring).
 
@@ -536,16 +553,45 @@ class LifecycleProbe:
 
     # --- the checks -----------------------------------------------------------------------
 
-    def _lifecycle(self, deadline: _Deadline) -> list[tuple[str, str]]:
-        request, records = self._request("lifecycle", {"exit_code": LIFECYCLE_EXIT_CODE, "health": True})
-        run: _Run | None = None
-        ok = False
+    @contextlib.contextmanager
+    def _trial(self, check: str, plan: dict[str, Any], deadline: _Deadline) -> Iterator[_Trial]:
+        """Request a rollout for ``check`` and note the state before it; abandon it unless ``ok``.
+
+        The snapshot is taken inside the guarded block so that a backend failing there is
+        still reaped.
+        """
+        request, records = self._request(check, plan)
+        trial = _Trial(request, records)
         try:
-            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
-            run = _Run(request, self._command(deadline, request), records)
-            failure = self._start(run)
-            if failure is not None:
-                return [(Rule.COMMAND_STARTS, failure)]
+            trial.state = self._snapshot(deadline)
+            trial.capacity = self._capacity(deadline, request.batch_id)
+            yield trial
+        finally:
+            if not trial.ok:
+                for run in reversed(trial.runs):
+                    self._abandon(run, deadline, request.batch_id)
+                if not trial.runs:
+                    self._abandon(None, deadline, request.batch_id)
+
+    def _launch(self, trial: _Trial, deadline: _Deadline, *, wait_started: bool) -> tuple[_Run, list[tuple[str, str]]]:
+        """Build and start the trial's command (and wait for its child, if asked).
+
+        Returns the run and the violations that end the check early (the command did not
+        start, or exited before its child started); an empty list means it is running.
+        """
+        run = _Run(trial.request, self._command(deadline, trial.request), trial.records)
+        trial.runs.append(run)
+        failure = self._start(run)
+        if failure is not None:
+            return run, [(Rule.COMMAND_STARTS, failure)]
+        return run, self._wait_started(run, deadline) if wait_started else []
+
+
+    def _lifecycle(self, deadline: _Deadline) -> list[tuple[str, str]]:
+        with self._trial("lifecycle", {"exit_code": LIFECYCLE_EXIT_CODE, "health": True}, deadline) as trial:
+            run, early = self._launch(trial, deadline, wait_started=False)
+            if early:
+                return early
             code = self._wait(run, deadline)
             if code is None:
                 raise deadline.timeout("the lifecycle command")
@@ -553,21 +599,16 @@ class LifecycleProbe:
             if code != LIFECYCLE_EXIT_CODE:
                 violations.append((Rule.EXIT_CODE, f"the child exited {LIFECYCLE_EXIT_CODE} but the lifecycle "
                                                    f"command exited {code}; command log: "
-                                                   f"{_tail(request.log_path)}"))
-            violations += self._released(deadline, run, state, capacity, request.batch_id,
+                                                   f"{_tail(trial.request.log_path)}"))
+            violations += self._released(deadline, run, trial.state, trial.capacity, trial.request.batch_id,
                                          what="after the rollout ended")
-            ok = not violations
+            trial.ok = not violations
             return violations
-        finally:
-            if not ok:
-                self._abandon(run, deadline, request.batch_id)
 
     def _shared(self, deadline: _Deadline) -> list[tuple[str, str]]:
-        request, _ = self._request("shared", {})
-        ok = False
         stop = threading.Event()
-        try:
-            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
+        with self._trial("shared", {}, deadline) as trial:
+            request, state, capacity = trial.request, trial.state, trial.capacity
             command = self._command(deadline, request)
             child = KitSharedChild(SHARED_EXIT_CODE)
             resources: OwnResources = own_resources()
@@ -616,12 +657,8 @@ class LifecycleProbe:
                                                              f"{sorted(leaked.files)} it opened during the rollout"))
             violations += self._released(deadline, None, state, capacity, request.batch_id,
                                          what="after run_shared returned")
-            ok = not violations
+            trial.ok = not violations
             return violations
-        finally:
-            stop.set()
-            if not ok:
-                self._abandon(None, deadline, request.batch_id)
 
     def _wait_started(self, run: _Run, deadline: _Deadline) -> list[tuple[str, str]]:
         code = self._wait(run, deadline, until=lambda: bool(run.started()))
@@ -634,19 +671,11 @@ class LifecycleProbe:
 
     def _cancel(self, deadline: _Deadline) -> list[tuple[str, str]]:
         grace = self.options.cancel_grace_s
-        request, records = self._request("cancel", {"sleep_s": self.options.check_timeout_s, "helper": True,
-                                                     "health": True})
-        run: _Run | None = None
-        ok = False
-        try:
-            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
-            run = _Run(request, self._command(deadline, request), records)
-            failure = self._start(run)
-            if failure is not None:
-                return [(Rule.COMMAND_STARTS, failure)]
-            violations = self._wait_started(run, deadline)
-            if violations:
-                return violations
+        plan = {"sleep_s": self.options.check_timeout_s, "helper": True, "health": True}
+        with self._trial("cancel", plan, deadline) as trial:
+            run, early = self._launch(trial, deadline, wait_started=True)
+            if early:
+                return early
             violations = self._child_rules(run, exit_code=None, health=True)
             self._kill_group(run, signal.SIGTERM)
             code = self._wait(run, deadline, timeout=grace)
@@ -664,13 +693,10 @@ class LifecycleProbe:
             if not any(record.get("terminated") for record in exited):
                 violations.append((Rule.CANCEL_REACHES_CHILD, "the child never received SIGTERM: it was killed "
                                                               "without its graceful stop"))
-            violations += self._released(deadline, run, state, capacity, request.batch_id,
+            violations += self._released(deadline, run, trial.state, trial.capacity, trial.request.batch_id,
                                          what="after the rollout was cancelled")
-            ok = not violations
+            trial.ok = not violations
             return violations
-        finally:
-            if not ok:
-                self._abandon(run, deadline, request.batch_id)
 
     def _reap(self, deadline: _Deadline, batch_id: str, request: RolloutLaunchRequest) -> ReapReport | str:
         reap = ReapRequest(batch_id=batch_id, spec=self.spec, output_dir=request.output_dir.parents[1])
@@ -685,16 +711,10 @@ class LifecycleProbe:
         return self._crash_and_resume(deadline)
 
     def _crash_and_reap(self, deadline: _Deadline) -> list[tuple[str, str]]:
-        request, records = self._request("crash", {"sleep_s": self.options.check_timeout_s, "health": True})
-        run: _Run | None = None
-        ok = False
-        try:
-            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
-            run = _Run(request, self._command(deadline, request), records)
-            failure = self._start(run)
-            if failure is not None:
-                return [(Rule.COMMAND_STARTS, failure)]
-            violations = self._wait_started(run, deadline)
+        plan = {"sleep_s": self.options.check_timeout_s, "health": True}
+        with self._trial("crash", plan, deadline) as trial:
+            request, state, capacity = trial.request, trial.state, trial.capacity
+            run, violations = self._launch(trial, deadline, wait_started=True)
             if violations:
                 return violations
             self._kill_group(run, signal.SIGKILL)  # the controller and its rollouts die; no finally runs
@@ -737,11 +757,8 @@ class LifecycleProbe:
             if now != capacity:
                 violations.append((Rule.CAPACITY_RESTORED, f"after reap_batch, preflight no longer admits what it did "
                                                            f"before the rollout: before {capacity!r}, after {now!r}"))
-            ok = not violations
+            trial.ok = not violations
             return violations
-        finally:
-            if not ok:
-                self._abandon(run, deadline, request.batch_id)
 
     def _recovery_rules(self, deadline: _Deadline, request: RolloutLaunchRequest
                         ) -> tuple[list[tuple[str, str]], str | None, WorkerStatus | None]:
@@ -770,64 +787,59 @@ class LifecycleProbe:
         if not (self.handle.implements("list_active_workers") and self.handle.implements("build_recovery_command")):
             self.not_exercised["resume"] = "the backend does not implement the recovery protocol"
             return []
-        request, records = self._request("crash-resume", {"sleep_s": self.options.check_timeout_s, "health": True})
-        crashed: _Run | None = None
-        resumed: _Run | None = None
-        ok = False
-        try:
-            state, capacity = self._snapshot(deadline), self._capacity(deadline, request.batch_id)
-            crashed = _Run(request, self._command(deadline, request), records)
-            failure = self._start(crashed)
-            if failure is not None:
-                return [(Rule.COMMAND_STARTS, failure)]
-            violations = self._wait_started(crashed, deadline)
-            if violations:
-                return violations
-            self._kill_group(crashed, signal.SIGKILL)
-            assert crashed.process is not None and crashed.watch is not None
-            crashed.process.wait()
-            crashed.watch.poll()
-            recovery, worker, status = self._recovery_rules(deadline, request)
-            if recovery or worker is None or status is None:
-                return recovery
-            if not status.reconnectable:
-                self.not_exercised["resume"] = (f"worker_status called the worker {worker!r} not reconnectable "
-                                                f"({status.state}: {status.detail or 'no detail'})")
-                return []  # not a failure; the finally below reaps the crashed rollout
-            crashed_record = crashed.started()[0]
-            resume_records = records.parent / "resume-records"
-            resume_records.mkdir()
-            resume_child = (sys.executable, "-m", conformance_child.MODULE, str(resume_records),
-                            json.dumps({"exit_code": RESUME_EXIT_CODE, "health": True}), *CHILD_PAYLOAD)
-            # As the controller's resume: the rollout's own request, its child the resume command.
-            launch = request.model_copy(update={"child_command": resume_child})
-            recovery_request = RecoveryLaunchRequest(launch=launch, worker_id=worker, resume_command=resume_child)
-            command = bounded(deadline, "build_recovery_command",
-                              lambda: self.handle.call("build_recovery_command", request=recovery_request))
-            if not isinstance(command, RolloutCommand):
-                return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"build_recovery_command returned {command!r}")]
-            resumed = _Run(launch, command, resume_records)
-            failure = self._start(resumed)
-            if failure is not None:
-                return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"the recovery command could not be started: {failure}")]
-            code = self._wait(resumed, deadline)
-            if code is None:
-                raise deadline.timeout("the recovery command")
-            violations = self._resume_rules(resumed, worker, crashed_record)
-            if code != RESUME_EXIT_CODE:
-                violations.append((Rule.EXIT_CODE, f"the resume child exited {RESUME_EXIT_CODE} but the recovery "
-                                                   f"command exited {code}; command log: {_tail(launch.log_path)}"))
-            violations += self._released(deadline, resumed, state, capacity, request.batch_id,
-                                         what="after the resumed rollout ended")
-            ok = not violations
-            return violations
-        finally:
-            if crashed is not None and crashed.watch is not None:
-                crashed.watch.kill_all()  # whatever of the crashed attempt outlived it is the kit's to end
-            if not ok:
-                if resumed is not None:
-                    self._abandon(resumed, deadline, request.batch_id)
-                self._abandon(crashed, deadline, request.batch_id)
+        plan = {"sleep_s": self.options.check_timeout_s, "health": True}
+        with self._trial("crash-resume", plan, deadline) as trial:
+            crashed, violations = self._launch(trial, deadline, wait_started=True)
+            try:
+                if violations:
+                    return violations
+                return self._resume_crashed(trial, crashed, deadline)
+            finally:
+                if crashed.watch is not None:
+                    crashed.watch.kill_all()  # whatever of the crashed attempt outlived it is the kit's to end
+
+    def _resume_crashed(self, trial: _Trial, crashed: _Run, deadline: _Deadline) -> list[tuple[str, str]]:
+        """Kill the running ``crashed`` rollout and resume it through the recovery hooks."""
+        request, records = trial.request, trial.records
+        self._kill_group(crashed, signal.SIGKILL)
+        assert crashed.process is not None and crashed.watch is not None
+        crashed.process.wait()
+        crashed.watch.poll()
+        recovery, worker, status = self._recovery_rules(deadline, request)
+        if recovery or worker is None or status is None:
+            return recovery
+        if not status.reconnectable:
+            self.not_exercised["resume"] = (f"worker_status called the worker {worker!r} not reconnectable "
+                                            f"({status.state}: {status.detail or 'no detail'})")
+            return []  # not a failure; the trial reaps the crashed rollout
+        crashed_record = crashed.started()[0]
+        resume_records = records.parent / "resume-records"
+        resume_records.mkdir()
+        resume_child = (sys.executable, "-m", conformance_child.MODULE, str(resume_records),
+                        json.dumps({"exit_code": RESUME_EXIT_CODE, "health": True}), *CHILD_PAYLOAD)
+        # As the controller's resume: the rollout's own request, its child the resume command.
+        launch = request.model_copy(update={"child_command": resume_child})
+        recovery_request = RecoveryLaunchRequest(launch=launch, worker_id=worker, resume_command=resume_child)
+        command = bounded(deadline, "build_recovery_command",
+                          lambda: self.handle.call("build_recovery_command", request=recovery_request))
+        if not isinstance(command, RolloutCommand):
+            return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"build_recovery_command returned {command!r}")]
+        resumed = _Run(launch, command, resume_records)
+        trial.runs.append(resumed)
+        failure = self._start(resumed)
+        if failure is not None:
+            return [(Rule.RECOVERY_RUNS_RESUME_CHILD, f"the recovery command could not be started: {failure}")]
+        code = self._wait(resumed, deadline)
+        if code is None:
+            raise deadline.timeout("the recovery command")
+        violations = self._resume_rules(resumed, worker, crashed_record)
+        if code != RESUME_EXIT_CODE:
+            violations.append((Rule.EXIT_CODE, f"the resume child exited {RESUME_EXIT_CODE} but the recovery "
+                                               f"command exited {code}; command log: {_tail(launch.log_path)}"))
+        violations += self._released(deadline, resumed, trial.state, trial.capacity, request.batch_id,
+                                     what="after the resumed rollout ended")
+        trial.ok = not violations
+        return violations
 
     def _resume_rules(self, run: _Run, worker: str, crashed: dict[str, Any]) -> list[tuple[str, str]]:
         """The resume child ran once, exactly, on the crashed rollout's desktop, seeing what it may."""
