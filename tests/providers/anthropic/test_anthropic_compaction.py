@@ -144,7 +144,7 @@ async def test_fable_checkpoint_after_24_completed_turns(wire: MessagesWire, rol
         assert "context_management" not in request.json()
         assert_pairs_complete(request.json())
     text = assert_fresh_checkpoint(requests[24].json(), rollout, 24)
-    assert text.startswith("Context checkpoint 1. ")
+    assert text.startswith("Context summary 1. ")
     assert "(24 completed computer_action calls and their results)" in text
     assert "Completed computer_action calls in this rollout so far: 24." in text
     assert "The 16 most recent controller outcomes, oldest first:" in text
@@ -153,7 +153,7 @@ async def test_fable_checkpoint_after_24_completed_turns(wire: MessagesWire, rol
     assert lines[0].startswith("1. Turn 8 (toolu_008): move(8,4) => Executed move; turn 9.")
     assert lines[-1].startswith("16. Turn 23 (toolu_023): move(23,4) => Executed move; turn 24.")
     text2 = assert_fresh_checkpoint(requests[48].json(), rollout, 48)
-    assert text2.startswith("Context checkpoint 2. ") and "so far: 48." in text2
+    assert text2.startswith("Context summary 2. ") and "so far: 48." in text2
     assert (counters["client_checkpoints"], counters["completed_turns"]) == (2, 49)
     # The cached prefix (system, tools, task, reference) is the same before and after.
     before, after = requests[23].json(), requests[24].json()

@@ -90,7 +90,7 @@ BOUNDS: tuple[Bound[Unit], ...] = (
     Bound("Broker HTTP operation", BROKER_TRANSPORT_ATTEMPTS, "attempts",
           "core BrokerClient: fresh connection per retry, unchanged idempotency identity"),
     *EVIDENCE.rows("idempotent; termination follows even when it times out"),
-    Bound("Evaluation export on the worker", EVALUATION_EXPORT_S, "seconds",
+    Bound("Evaluation export on the instance", EVALUATION_EXPORT_S, "seconds",
           f"SSM command that uploads through presigned URLs valid {PRESIGNED_URL_S} s; downloads "
           f"{EVALUATION_DOWNLOAD_S:g} s"),
     Bound("Status poll interval", POLL_INTERVAL_MAX_S, "seconds",

@@ -21,7 +21,7 @@ class AwsSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    image_id: str = Field(pattern=r"^ami-[0-9a-f]{8,17}$", description="the operator's worker image")
+    image_id: str = Field(pattern=r"^ami-[0-9a-f]{8,17}$", description="the operator's instance image")
     subnet_ids: tuple[str, ...] = Field(min_length=1, description="launch subnets, tried in order")
     security_group_id: str = Field(pattern=r"^sg-[0-9a-f]{8,17}$")
     instance_profile_name: str = Field(min_length=1, max_length=128, pattern=r"^[\w+=,.@-]+$")
@@ -29,9 +29,9 @@ class AwsSettings(BaseModel):
     aws_region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
     aws_profile: str | None = Field(default=None, min_length=1)
     instance_ttl_minutes: int = Field(default=DEFAULT_TTL_MINUTES, ge=MIN_TTL_MINUTES, le=MAX_TTL_MINUTES,
-                                      description="the worker shuts itself down (and so terminates) after this")
+                                      description="the instance shuts itself down (and so terminates) after this")
     clone_attempts: int = Field(default=DEFAULT_CLONES, ge=1, le=MAX_CLONES)
-    broker_port: int = Field(default=8765, ge=1, le=65535, description="the broker's port on the worker")
+    broker_port: int = Field(default=8765, ge=1, le=65535, description="the broker's port on the instance")
     gate_report: str | None = Field(default=None, description="a release-gate report the image must have passed")
     evaluation_prefix: str = Field(default="autocad-bench/evaluation", max_length=512,
                                    description="S3 key prefix of evaluation transfers in the evaluation bucket")

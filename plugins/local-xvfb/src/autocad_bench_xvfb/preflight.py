@@ -97,7 +97,7 @@ def state_dir_check(state_dir: Path) -> CheckResult:
 
 
 def capacity(settings: LocalXvfbSettings) -> tuple[int, str]:
-    """How many sandboxes fit at once, by CPUs and available memory, and why (the reason text).
+    """How many desktops fit at once, by CPUs and available memory, and why (the reason text).
 
     When the available memory is unknown only the CPUs count; never negative.
     """
@@ -128,6 +128,6 @@ def run_preflight(request: PreflightRequest, settings: LocalXvfbSettings, state_
     slots, reason = capacity(settings)
     wave = max(0, min(request.max_concurrency, len(request.assignments), slots))
     checks.append(CheckResult(name="capacity", passed=slots >= 1,
-                              reason=f"{reason}; admitting {wave} sandbox(es) at once",
+                              reason=f"{reason}; admitting {wave} desktop(s) at once",
                               details={"capacity": slots, "admitted_wave": wave}))
     return PreflightReport(checks=tuple(checks), admitted_wave=wave)

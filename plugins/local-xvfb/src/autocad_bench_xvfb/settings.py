@@ -56,7 +56,7 @@ class LocalXvfbSettings(BaseModel):
     handoff_timeout_s: float = Field(default=10.0, gt=0, le=120,
                                      description="authenticated /health must identify the broker within this")
     launch_attempts: int = Field(default=2, ge=1, le=3,
-                                 description="fresh sandboxes tried before the rollout fails (before any model call)")
+                                 description="fresh desktops tried before the rollout fails (before any model call)")
     broker_shutdown_s: float = Field(default=10.0, gt=0, le=60,
                                      description="SIGTERM grace of the broker (it stops the application itself)")
     settle_s: float = Field(default=3.0, gt=0, le=30,

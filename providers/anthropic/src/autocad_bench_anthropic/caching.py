@@ -4,7 +4,7 @@ Cache order on the Messages API is tools, then system, then messages. A request 
 
 1. an explicit 5-minute breakpoint on the system block (caches the strict tool and the system);
 2. an explicit 5-minute breakpoint on the fixed reference image, the last block of the
-   task/reference prefix of the first user message (it survives client checkpoints, which
+   task/reference prefix of the first user message (it survives compaction summaries, which
    rebuild that message with the same prefix);
 3. top-level automatic caching (``cache_control`` on the request), which the API applies to
    the last cacheable block, so the cached prefix advances with every appended turn.

@@ -1,4 +1,4 @@
-"""Compaction: the official server edit, and the deterministic client checkpoint (Fable).
+"""Compaction: the official server edit, and the deterministic compaction summary (Fable).
 
 **Server compaction** (every Claude model not configured for client compaction): requests
 carry the ``compact-2026-01-12`` beta header and a ``compact_20260112`` context edit. A
@@ -10,9 +10,9 @@ compaction: it is not stored and the history is left as it was (a no-op).
 **Client compaction** (Claude Fable 5 by default): requests never carry the beta header or
 ``context_management``. When the previous response reported at least
 ``client_compaction_input_tokens`` effective input tokens (input + cache read + cache write),
-when ``client_compaction_turns`` tool calls have completed since the last checkpoint, when
+when ``client_compaction_turns`` tool calls have completed since the last summary, when
 the request would pass the byte guard, or after a 413, the next request replaces every
-complete tool-use/tool-result pair by a checkpoint: one user message with the full task,
+complete tool-use/tool-result pair by a compaction summary: one user message with the full task,
 the fixed reference, the text of :func:`checkpoint_text` (the most recent controller
 outcomes) and the current desktop. No model call is spent on summarizing.
 """
@@ -33,7 +33,7 @@ _ACTIONS_LIMIT = 400
 
 
 class Outcome(BaseModel):
-    """One completed tool call as the controller reported it (kept for client checkpoints)."""
+    """One completed tool call as the controller reported it (kept for compaction summaries)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -95,7 +95,7 @@ def summarize_actions(action_input: JsonValue) -> str:
 
 
 def make_outcome(turn: int, tool_use_id: str, action_input: JsonValue, feedback: str) -> Outcome:
-    """The :class:`Outcome` of one completed tool call for client checkpoints: its actions
+    """The :class:`Outcome` of one completed tool call for compaction summaries: its actions
     summarized and the controller's feedback clipped (a placeholder when empty).
     """
     return Outcome(turn=turn, tool_use_id=tool_use_id, actions=summarize_actions(action_input),
@@ -103,9 +103,9 @@ def make_outcome(turn: int, tool_use_id: str, action_input: JsonValue, feedback:
 
 
 def checkpoint_text(*, number: int, dropped_calls: int, completed_turns: int, outcomes: list[Outcome]) -> str:
-    """The deterministic checkpoint that replaces the dropped turns (same inputs, same text)."""
+    """The deterministic compaction summary that replaces the dropped turns (same inputs, same text)."""
     lines = [
-        f"Context checkpoint {number}. To keep the conversation small, the earlier turns "
+        f"Context summary {number}. To keep the conversation small, the earlier turns "
         f"({dropped_calls} completed computer_action call{'s' if dropped_calls != 1 else ''} and their "
         "results) were removed. The task and the fixed reference are repeated above; the current desktop "
         "follows this text. Continue the task from the current desktop.",

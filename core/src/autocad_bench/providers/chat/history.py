@@ -13,7 +13,7 @@ serializing the whole body again.
 
 Before a request would exceed any limit (message count, serialized bytes, image count,
 base64 image bytes) or after a body-length rejection, the history is replaced by one
-fresh checkpoint message: the task, the reference, a bounded summary of the most recent
+fresh compaction summary: the task, the reference, a bounded summary of the most recent
 controller outcomes and the current desktop. Nothing else is summarized and no extra
 model call is made, so compaction is deterministic.
 
@@ -100,7 +100,7 @@ class Renderer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HistoryLimits:
-    """When the conversation is cut to a fresh checkpoint (any limit crossed)."""
+    """When the conversation is cut to a fresh compaction summary (any limit crossed)."""
 
     max_messages: int = 24
     max_request_bytes: int = 8 * MiB
@@ -289,7 +289,7 @@ class Conversation:
         self.images.retain(set().union(*(e.digests for e in s.entries)))
 
     def shrink(self) -> bool:
-        """Force compaction of the pending request; ``False`` if it is already a bare checkpoint."""
+        """Force compaction of the pending request; ``False`` if it is already a bare compaction summary."""
         last = self._last
         if last is None or len(last.entries) <= 1:
             return False
@@ -415,7 +415,7 @@ class Conversation:
     def _checkpoint_message(self, observation: Observation, outcomes: list[JsonObject]) -> Record:
         done = self._s.responses
         lines = [
-            f"Context checkpoint: the conversation was compacted after {done} model responses. "
+            f"Context summary: the conversation was compacted after {done} model responses. "
             "Your earlier messages and screenshots were removed; the task, the reference and the "
             "current desktop follow. Most recent controller outcomes, oldest first:"
         ]
@@ -457,6 +457,6 @@ def _int(value: Any) -> int:
 
 
 def call_summary(name: str, arguments: str, limit: int = 240) -> str:
-    """A one-line description of a tool call for checkpoint summaries."""
+    """A one-line description of a tool call for compaction summaries."""
     return clip(f"{name} {arguments}", limit)
 
