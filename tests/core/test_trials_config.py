@@ -90,12 +90,11 @@ def test_trial_id_over_the_identifier_limit_is_located() -> None:
 
 def test_expansion_carries_assignment_trial_and_tool_mode() -> None:
     config = pool_config(["http://127.0.0.1:9"], Path("/nonexistent"), trials=2)
-    config["rollouts"][0]["provider_options"] = {"tool_mode": "native-computer-use"}
-    config["rollouts"][1]["provider_options"] = {"tool_mode": 7}
+    config["rollouts"][0]["tool_mode"] = "native"
     planned = expand_trials(parse_config_text(json.dumps(config), "cfg.json"))
     assert [(p.rollout_id, p.assignment_id, p.trial, p.tool_mode, p.enabled) for p in planned] == [
-        ("r1.t1", "r1", 1, "native-computer-use", True), ("r2.t1", "r2", 1, "function", True),
-        ("r1.t2", "r1", 2, "native-computer-use", True), ("r2.t2", "r2", 2, "function", True)]
+        ("r1.t1", "r1", 1, "native", True), ("r2.t1", "r2", 1, "function", True),
+        ("r1.t2", "r1", 2, "native", True), ("r2.t2", "r2", 2, "function", True)]
     only = expand_trials(parse_config_text(json.dumps(config), "cfg.json"), only={"r2.t2"})
     assert [p.rollout_id for p in only if p.enabled] == ["r2.t2"]
 
@@ -188,3 +187,42 @@ def test_every_listed_script_is_checked(tmp_path: Path) -> None:
     assert found[1].startswith(f"cfg.json: $.rollouts[0].provider_options.scripts[2]: {tmp_path}/broken.jsonl:2: "
                                "not JSON")
     assert len(found) == 2
+
+
+# --- tool mode -----------------------------------------------------------------------------
+
+
+def test_an_unknown_tool_mode_is_a_located_config_error() -> None:
+    config = pool_config(["http://127.0.0.1:9"], Path("/nonexistent"))
+    config["rollouts"][1]["tool_mode"] = "native-computer-use"
+    assert problems(config) == ["cfg.json: $.rollouts[1].tool_mode: Input should be 'function' or 'native'"]
+
+
+def test_native_on_a_provider_without_it_is_refused_at_plan(tmp_path: Path, env: tuple[str, str]) -> None:
+    config = pool_config([env[0]], tmp_path / "l")
+    config["rollouts"][0]["tool_mode"] = "native"
+    code, report, err = plan(tmp_path, config)
+    assert code == 2 and report is None
+    assert (f"{tmp_path}/batch.json: $.rollouts[0].tool_mode: provider 'scripted' has no 'native' tool mode "
+            "(it supports: function)") in err
+    assert err.count("tool_mode") == 1, err  # the provider's own check and core's are one problem
+
+
+def test_the_provider_base_checks_the_tool_mode_it_declares() -> None:
+    spec = ModelSpec(provider="scripted", model="m", options={"script": str(SCRIPT)}, tool_mode="native")
+    assert [str(p) for p in ScriptedProvider().validate_model_spec(spec, "here")] == [
+        "here.tool_mode: provider 'scripted' has no 'native' tool mode (it supports: function); use one of those "
+        "or a provider that implements 'native'"]
+
+    class Both(ScriptedProvider):
+        tool_modes = frozenset({"function", "native"})
+
+    assert Both().validate_model_spec(spec, "here") == []
+
+
+def test_a_provider_declaring_a_tool_mode_that_does_not_exist_is_refused_when_defined() -> None:
+    from autocad_bench.errors import PluginError
+
+    with pytest.raises(PluginError, match="tool_modes must be a non-empty frozenset of function, native"):
+        class Computer(ScriptedProvider):
+            tool_modes = frozenset({"computer-use"})

@@ -43,7 +43,7 @@ from autocad_bench.infrastructure.models import (
 from autocad_bench.plugins.host import PluginHandle, PluginHost
 from autocad_bench.plugins.kinds import KINDS
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec
-from autocad_bench.providers.options import validate_options
+from autocad_bench.providers.options import tool_mode_message, tool_modes_of, validate_options
 from autocad_bench.tasks import load_task
 
 
@@ -70,7 +70,7 @@ class Admission:
 def model_spec(entry: RolloutEntry, base_dir: Path | None = None) -> ModelSpec:
     """The provider-facing view of a rollout entry; relative option paths resolve against ``base_dir``."""
     return ModelSpec(provider=entry.provider, model=entry.model, options=entry.provider_options,
-                     base_dir=base_dir)
+                     tool_mode=entry.tool_mode, base_dir=base_dir)
 
 
 def admit(
@@ -336,6 +336,13 @@ def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]
             option_problems, _ = validate_options(options_model, entry.provider_options,
                                                   f"{where}.provider_options")
             found += [p for p in option_problems if p not in found]
+        # Likewise the tool mode: a provider that cannot speak it would silently run the
+        # other mode and its results would be filed under the wrong conditions.
+        modes = tool_modes_of(handle.plugin)
+        if entry.tool_mode not in modes:
+            mode_problem = Problem(f"{where}.tool_mode", tool_mode_message(entry.provider, entry.tool_mode, modes))
+            if mode_problem not in found:
+                found.append(mode_problem)
         problems += found
     return providers, problems
 

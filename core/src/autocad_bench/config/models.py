@@ -10,6 +10,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from autocad_bench.costs.budget import RolloutBudget
 from autocad_bench.costs.pricing import PricingContract
 from autocad_bench.infrastructure.models import InfrastructureSpec
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, ToolMode
 from autocad_bench.models import EnvName, Identifier, JsonObject, StrictModel
 
 MAX_CONCURRENCY = 10_000
@@ -25,6 +26,11 @@ class RolloutEntry(StrictModel):
     model: str = Field(min_length=1)
     enabled: bool = Field(default=True, strict=True)
     provider_options: JsonObject = Field(default_factory=dict)
+    tool_mode: ToolMode = Field(
+        default=DEFAULT_TOOL_MODE,
+        description="how the model drives the desktop: \"function\" (the computer_action function tool) or "
+        "\"native\" (the model maker's computer-use tool); the provider must support it, and results of "
+        "different modes are never merged")
 
 
 BudgetConfig = RolloutBudget

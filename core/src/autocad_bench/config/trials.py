@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE
+from autocad_bench.metrics.conditions import ToolMode
 
 if TYPE_CHECKING:
     from autocad_bench.config.models import BatchConfig, RolloutEntry
@@ -76,10 +76,9 @@ class PlannedRollout:
         return self.entry.provider_options
 
     @property
-    def tool_mode(self) -> str:
-        """``provider_options["tool_mode"]`` when it is a string, else the default tool mode."""
-        mode = self.entry.provider_options.get("tool_mode")
-        return mode if isinstance(mode, str) else DEFAULT_TOOL_MODE
+    def tool_mode(self) -> ToolMode:
+        """The entry's ``tool_mode`` (``function`` unless it names ``native``)."""
+        return self.entry.tool_mode
 
 
 def expand_trials(config: BatchConfig, only: Collection[str] | None = None) -> tuple[PlannedRollout, ...]:

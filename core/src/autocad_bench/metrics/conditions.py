@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
 from autocad_bench.models import StrictModel
 
-DEFAULT_TOOL_MODE = "function"
-"""The tool mode of a provider that does not name one: our own ``computer_action`` function."""
+ToolMode = Literal["function", "native"]
+"""How a model drives the desktop: ``function`` is our own ``computer_action`` function tool,
+``native`` the model maker's own computer-use tool or action language."""
+
+TOOL_MODES: tuple[ToolMode, ...] = ("function", "native")
+
+DEFAULT_TOOL_MODE: ToolMode = "function"
+"""The tool mode of a rollout that does not name one: our own ``computer_action`` function."""
 
 
 class RunConditions(StrictModel):

@@ -11,7 +11,7 @@ from autocad_bench.errors import Problem
 from autocad_bench.hookspecs import PROVIDER_HOOKS, hookimpl
 from autocad_bench.plugins.base import PluginBase
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
-from autocad_bench.providers.options import NoOptions, check_options_model, validate_options
+from autocad_bench.providers.options import NoOptions, check_options_model, tool_mode_message, validate_options
 from autocad_bench.providers.session import ProviderSession
 
 
@@ -36,6 +36,9 @@ class ModelProvider(PluginBase, abc.ABC):
     hook_names: ClassVar[tuple[str, ...]] = PROVIDER_HOOKS
     options_model: ClassVar[type[BaseModel]] = NoOptions
     """The pydantic model (``extra="forbid"``) of ``provider_options``; the default takes none."""
+    tool_modes: ClassVar[frozenset[str]] = frozenset({"function"})
+    """The tool modes (:data:`~autocad_bench.metrics.conditions.TOOL_MODES`) this provider speaks;
+    admission refuses a rollout whose ``tool_mode`` is not among them."""
     credential_env: ClassVar[tuple[str, ...]] = ()
     optional_env: ClassVar[tuple[str, ...]] = ()
     """Non-secret variables the provider reads when they are set (``OPENAI_BASE_URL``):
@@ -60,6 +63,9 @@ class ModelProvider(PluginBase, abc.ABC):
         option_problems, options = validate_options(self.options_model, model.options,
                                                     f"{location}.provider_options")
         problems.extend(option_problems)
+        if model.tool_mode not in self.tool_modes:
+            problems.append(Problem(f"{location}.tool_mode",
+                                    tool_mode_message(self.name, model.tool_mode, frozenset(self.tool_modes))))
         if options is not None:
             try:
                 problems.extend(self.check_options(model, options, location))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, JsonValue
 
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, ToolMode
 from autocad_bench.models import ArtifactRef, EnvName, JsonObject, StrictModel
 
 
@@ -23,6 +24,8 @@ class ModelSpec(StrictModel):
     provider: str
     model: str
     options: JsonObject = Field(default_factory=dict)
+    tool_mode: ToolMode = Field(default=DEFAULT_TOOL_MODE,
+                                description="function or native; see ModelProvider.tool_modes")
     base_dir: Path | None = Field(
         default=None, description="directory that relative paths in ``options`` are resolved against"
     )

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from autocad_bench.errors import PluginError, Problem
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, TOOL_MODES
 from autocad_bench.validation import problems_from_validation_error
 
 
@@ -44,10 +45,28 @@ def options_model_problem(model: object) -> str | None:
 
 
 def check_options_model(provider: type) -> None:
-    """Raise :class:`PluginError` when ``provider.options_model`` breaks :func:`options_model_problem`."""
+    """Raise :class:`PluginError` when ``provider.options_model`` breaks :func:`options_model_problem`
+    or ``provider.tool_modes`` names a mode that does not exist (see :data:`TOOL_MODES`)."""
     problem = options_model_problem(getattr(provider, "options_model", None))
+    modes = getattr(provider, "tool_modes", frozenset({DEFAULT_TOOL_MODE}))
+    if problem is None and not (isinstance(modes, frozenset) and modes and modes <= set(TOOL_MODES)):
+        problem = (f"tool_modes must be a non-empty frozenset of {', '.join(TOOL_MODES)}, not {modes!r}")
     if problem is not None:
         raise PluginError(f"{provider.__module__}.{provider.__qualname__}: {problem}")
+
+
+def tool_modes_of(provider: object) -> frozenset[str]:
+    """The tool modes ``provider`` declares in ``tool_modes`` (only ``function`` when it declares none)."""
+    modes = getattr(provider, "tool_modes", None)
+    if isinstance(modes, (set, frozenset, tuple, list)) and all(isinstance(m, str) for m in modes):
+        return frozenset(modes)
+    return frozenset({DEFAULT_TOOL_MODE})
+
+
+def tool_mode_message(provider: str, mode: str, supported: frozenset[str]) -> str:
+    """The plan error for a rollout asking ``provider`` for a tool mode it does not speak."""
+    return (f"provider {provider!r} has no {mode!r} tool mode (it supports: {', '.join(sorted(supported))}); "
+            f"use one of those or a provider that implements {mode!r}")
 
 
 def validate_options(model: type[BaseModel], options: Any, location: str) -> tuple[list[Problem], BaseModel | None]:
