@@ -88,10 +88,12 @@ def suite_definitions() -> SuitesFile:
 
 
 def json_text(value: object) -> str:
+    """``value`` as JSON indented by two spaces, ending in a newline: the layout of ``task.json`` and suite files."""
     return json.dumps(value, indent=2) + "\n"
 
 
 def task_spec(task: TaskDefinition) -> TaskSpec:
+    """The core ``task.json`` contents of ``task``, always in millimetres; family fields stay empty outside a family."""
     return TaskSpec(
         task_id=task.task_id,
         title=task.title,
@@ -140,6 +142,10 @@ def isometric_png(task: TaskDefinition, size: tuple[int, int] = (1600, 1200), ma
 
 
 def reference_png(task: TaskDefinition) -> bytes:
+    """The image written as ``reference.png``: the plan render of the gold, or an isometric wireframe for 3D tasks.
+
+    Raises ``RuntimeError`` when the gold does not read as a valid drawing or a 3D task has no wireframe.
+    """
     if task.tier == "3d":
         return isometric_png(task)
     return render_png(gold_metadata(task))
@@ -232,6 +238,10 @@ def differences(files: dict[Path, bytes]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Write every generated file that is missing or differs on disk; with ``--check`` only list them.
+
+    Returns the exit status: 1 when ``--check`` finds a difference, else 0.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="report differences, write nothing")
     args = parser.parse_args(argv)

@@ -174,22 +174,27 @@ def point(x: float, y: float) -> str:
 
 
 def click(xy: tuple[int, int], count: int = 1) -> Action:
+    """A left click on screen pixel ``xy``; ``count`` 2 or 3 makes it a double or triple click."""
     return {"type": "click", "x": int(xy[0]), "y": int(xy[1]), "button": "left", "count": count}
 
 
 def move(xy: tuple[int, int]) -> Action:
+    """A pointer move to screen pixel ``xy``, without a click."""
     return {"type": "move", "x": int(xy[0]), "y": int(xy[1])}
 
 
 def type_text(text: str) -> Action:
+    """Typing ``text`` (printable ASCII only: Enter and Tab are :func:`key` actions)."""
     return {"type": "type", "text": text}
 
 
 def key(*keys: str) -> Action:
+    """Pressing ``keys`` together as one chord, by PyAutoGUI name (``"enter"``, ``"escape"``)."""
     return {"type": "key", "keys": list(keys)}
 
 
 def wait(seconds: float) -> Action:
+    """A pause of ``seconds`` inside a batch (the batch check rejects non-positive or too long waits)."""
     return {"type": "wait", "seconds": seconds}
 
 

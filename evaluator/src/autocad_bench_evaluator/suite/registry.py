@@ -160,6 +160,7 @@ def definition_gold_bytes(task: TaskDefinition) -> bytes:
 
 
 def default_gold_dir(task_id: str) -> Path:
+    """The folder :func:`generate_gold` writes into when given none: ``<tmp>/autocad-bench-gold/<task_id>``."""
     return Path(tempfile.gettempdir()) / "autocad-bench-gold" / task_id
 
 
@@ -211,6 +212,10 @@ def template_document(task: str | TaskDefinition) -> Drawing:
 
 
 def load_suites(path: Path = SUITES_FILE) -> SuitesFile:
+    """The named suites of ``suites.json`` at ``path``.
+
+    Raises ``OSError`` when the file cannot be read and pydantic's ``ValidationError`` when it is malformed.
+    """
     return SuitesFile.model_validate_json(Path(path).read_bytes())
 
 

@@ -106,6 +106,10 @@ class RunResult:
 
 
 def variant_jsonl(task: registry.SuiteTask, variant: Variant) -> str:
+    """The solution text (one batch per line) that ``variant`` replays for ``task``.
+
+    Raises :class:`~.registry.SuiteError` for a task without LibreCAD solutions, ``OSError`` for an unreadable file.
+    """
     if variant == "noop":
         return noop_jsonl()
     path = task.solution_path("librecad") if variant == "oracle" else task.perturbed_path
@@ -474,6 +478,7 @@ def run_validity(
 
 
 def describe(result: RunResult) -> str:
+    """One progress line for ``result``: score, pass flag, whether the outcome was expected, batches and timings."""
     score = "-" if result.score is None else f"{result.score:.3f}"
     verdict = "ok" if result.expected else "UNEXPECTED"
     extra = f" error={result.error}" if result.error else ""
@@ -554,6 +559,10 @@ def measurement_sentence(
     machine: str | None = None,
     when: datetime.date | None = None,
 ) -> str:
+    """The sentence above the docs table: date, run count, wall time, desktops, machine, unexpected outcomes.
+
+    ``when`` defaults to today (UTC) and ``machine`` to :func:`machine_description` of this computer.
+    """
     tasks = len({r.task_id for r in results})
     variants = len({r.variant for r in results})
     unexpected = [r for r in results if not r.expected]
@@ -600,6 +609,10 @@ def replace_validity_table(text: str, block: str) -> str:
 def update_docs(
     results: Sequence[RunResult], wall_s: float, workers: int, path: Path = DOCS_PATH, **kwargs: Any
 ) -> None:
+    """Rewrite the validity block of the document at ``path`` from ``results``.
+
+    ``kwargs`` go to :func:`validity_block`; raises ``ValueError`` unless the document has exactly one pair of markers.
+    """
     path.write_text(replace_validity_table(path.read_text(), validity_block(results, wall_s, workers, **kwargs)))
 
 
@@ -634,6 +647,7 @@ def check_complete(results: Sequence[RunResult]) -> list[str]:
 
 
 def results_json(results: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """The ``--json`` output: per run its outcome, counts, timings, error and full score report, JSON-ready."""
     return [
         {
             "task_id": r.task_id,

@@ -354,6 +354,7 @@ def _family(
 
 
 def families() -> tuple[Family, ...]:
+    """The annotate families in suite order, each keeping its original annotation task as its fixed instance."""
     return (
         _family("annotate-layers", "anno-layers-plate", _layers, _sample_layers, 6),
         _family("annotate-centerlines", "anno-layer-centerlines", _centerlines, _sample_centerlines, 6),

@@ -464,6 +464,7 @@ def _family(
 
 
 def families() -> tuple[Family, ...]:
+    """The edit families in suite order; every instance is generated, on a template holding the drawing to change."""
     return (
         _family("edit-erase-small", _erase, _sample_erase),
         _family("edit-move", _move, _sample_move),

@@ -41,6 +41,8 @@ def _attribs(state: GoldState) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Line:
+    """A LINE entity from ``a`` to ``b``; edit tasks select it with a click on its midpoint."""
+
     a: Pt
     b: Pt
 
@@ -62,6 +64,8 @@ class Line:
 
 @dataclass(frozen=True)
 class Circle:
+    """A CIRCLE entity; edit tasks select it with a click on its rightmost point (angle 0)."""
+
     center: Pt
     radius: float
 

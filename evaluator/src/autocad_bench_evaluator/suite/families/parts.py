@@ -23,6 +23,13 @@ Params = dict[str, Any]
 
 @dataclass(frozen=True)
 class Part:
+    """One part as drawn by a task: the ops, plus the texts the prompts and the validity table use.
+
+    ``description`` completes a draft prompt's "Draw ..." sentence, ``hint`` is the single size a reproduce prompt
+    states, ``perturbation`` says what the perturbed ops get wrong (``ops`` are the perturbed ones then) and ``title``
+    is the task title.
+    """
+
     ops: tuple[Op, ...]
     description: str
     hint: str
@@ -31,6 +38,7 @@ class Part:
 
 
 def p(pt: Pt) -> str:
+    """A point as written in prompts and perturbation notes, e.g. ``(120,37.5)``."""
     return f"({fmt(pt[0])},{fmt(pt[1])})"
 
 
@@ -41,6 +49,7 @@ def grid(rng: random.Random, low: float, high: float, step: float = 5.0) -> floa
 
 
 def diameter(r: float) -> str:
+    """Twice the radius ``r``, formatted for a prompt."""
     return fmt(2 * r)
 
 
@@ -48,6 +57,10 @@ def diameter(r: float) -> str:
 
 
 def sample_triangle(rng: random.Random) -> Params:
+    """Corners ``a`` and ``b`` (the base, near the bottom) and apex ``c`` of a triangle.
+
+    Draws again until every angle is at least 25 degrees, so no corner is a sliver.
+    """
     while True:
         a = (grid(rng, 10, 60), grid(rng, 10, 60))
         b = (grid(rng, a[0] + 100, 330), grid(rng, 10, 60))
@@ -67,6 +80,7 @@ def _min_angle(a: Pt, b: Pt, c: Pt) -> float:
 
 
 def triangle_part(q: Params, perturbed: bool) -> Part:
+    """Three LINE objects around the triangle; the perturbed apex is 20 mm lower."""
     a, b, c = q["a"], q["b"], q["c"]
     apex = (c[0], c[1] - 20.0) if perturbed else c
     ops = (Line(a, b), Line(b, apex), Line(apex, a))
@@ -83,11 +97,13 @@ def triangle_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_concentric(rng: random.Random) -> Params:
+    """Centre and radii of two concentric circles, the inner one at least 15 mm smaller in radius."""
     outer = grid(rng, 40, 90)
     return {"c": (grid(rng, 100, 300), grid(rng, 95, 105)), "outer": outer, "inner": grid(rng, 15, outer - 15)}
 
 
 def concentric_part(q: Params, perturbed: bool) -> Part:
+    """The two concentric circles; the perturbed inner circle is 5 mm smaller in radius."""
     c, outer, inner = q["c"], q["outer"], q["inner"]
     wrong = inner - 5.0 if perturbed else inner
     return Part(
@@ -104,6 +120,7 @@ def concentric_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_semicircle(rng: random.Random) -> Params:
+    """Centre, radius and side (``upper``) of a half circle placed so that its arc stays in the initial view."""
     r = grid(rng, 40, 90)
     upper = rng.random() < 0.5
     cy = grid(rng, 10, 100) if upper else grid(rng, 100, 190)
@@ -111,6 +128,7 @@ def sample_semicircle(rng: random.Random) -> Params:
 
 
 def semicircle_part(q: Params, perturbed: bool) -> Part:
+    """A half-circle arc closed by a line along its diameter; the perturbed arc is 10 mm too small in radius."""
     c, r, upper = q["c"], q["r"], q["upper"]
     drawn = r - 10.0 if perturbed else r
     start, end = (0.0, 180.0) if upper else (180.0, 360.0)
@@ -131,11 +149,13 @@ def semicircle_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_rectangle(rng: random.Random) -> Params:
+    """Lower-left corner, width and height of an axis-aligned rectangle inside the initial view."""
     w, h = grid(rng, 60, 300), grid(rng, 40, 160)
     return {"corner": (grid(rng, 0, 390 - w), grid(rng, 0, 195 - h)), "w": w, "h": h}
 
 
 def rectangle_part(q: Params, perturbed: bool) -> Part:
+    """The rectangle as one closed polyline; the perturbed one is 10 mm too low."""
     corner, w, h = q["corner"], q["w"], q["h"]
     drawn = h - 10.0 if perturbed else h
     return Part(
@@ -152,6 +172,7 @@ def rectangle_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_profile(rng: random.Random) -> Params:
+    """Origin, base width ``w``, step position ``x`` and the two heights (``low``, ``high``) of a stepped profile."""
     w = grid(rng, 140, 300)
     step_x = grid(rng, 40, w - 40)
     low, high = grid(rng, 20, 60), 0.0
@@ -165,6 +186,7 @@ def _profile_points(o: Pt, w: float, x: float, low: float, high: float) -> tuple
 
 
 def profile_part(q: Params, perturbed: bool) -> Part:
+    """The stepped profile as one closed six-vertex polyline; the perturbed tall step is 10 mm too low."""
     pts = _profile_points(q["origin"], q["w"], q["x"], q["low"], q["high"])
     drawn = _profile_points(q["origin"], q["w"], q["x"], q["low"], q["high"] - 10.0) if perturbed else pts
     return Part(
@@ -180,6 +202,7 @@ def profile_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_polygon(rng: random.Random) -> Params:
+    """Number of sides (5 to 8), centre and circumradius of a regular polygon."""
     r = grid(rng, 40, 90)
     return {"n": rng.choice((5, 6, 7, 8)), "c": (grid(rng, r + 10, 390 - r), grid(rng, 95, 105)), "r": r}
 
@@ -188,6 +211,10 @@ NAMES = {5: "pentagon", 6: "hexagon", 7: "heptagon", 8: "octagon"}
 
 
 def polygon_part(q: Params, perturbed: bool) -> Part:
+    """The regular polygon as one closed polyline with its first vertex on the +x axis.
+
+    The perturbed variant moves that first vertex 10 mm towards the centre.
+    """
     n, c, r = q["n"], q["c"], q["r"]
     vertices = [polar(c, r, 360.0 * i / n) for i in range(n)]
     if perturbed:
@@ -207,6 +234,10 @@ def polygon_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_circumcircle(rng: random.Random) -> Params:
+    """Corners of a triangle whose angles are all at least 30 degrees.
+
+    Draws again until the circumscribed circle lies in or only just beyond the initial view.
+    """
     while True:
         a = (grid(rng, 60, 150), grid(rng, 30, 60))
         b = (grid(rng, a[0] + 60, 300), grid(rng, 30, 60))
@@ -218,6 +249,10 @@ def sample_circumcircle(rng: random.Random) -> Params:
 
 
 def circumcircle(a: Pt, b: Pt, c: Pt) -> tuple[Pt, float]:
+    """Centre and radius of the circle through ``a``, ``b`` and ``c``, rounded to 9 decimals.
+
+    Collinear points have no such circle and raise ``ZeroDivisionError``.
+    """
     d = 2 * (a[0] * (b[1] - c[1]) + b[0] * (c[1] - a[1]) + c[0] * (a[1] - b[1]))
     sa, sb, sc = a[0] ** 2 + a[1] ** 2, b[0] ** 2 + b[1] ** 2, c[0] ** 2 + c[1] ** 2
     ux = (sa * (b[1] - c[1]) + sb * (c[1] - a[1]) + sc * (a[1] - b[1])) / d
@@ -226,6 +261,10 @@ def circumcircle(a: Pt, b: Pt, c: Pt) -> tuple[Pt, float]:
 
 
 def circumcircle_part(q: Params, perturbed: bool) -> Part:
+    """Three LINE objects and the circle through the corners.
+
+    The perturbed circle passes through a point 10 mm below the apex instead of the apex.
+    """
     a, b, c = q["a"], q["b"], q["c"]
     through = (c[0], c[1] - 10.0) if perturbed else c
     center, r = circumcircle(a, b, through)
@@ -243,6 +282,7 @@ def circumcircle_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_corner_holes(rng: random.Random) -> Params:
+    """Corner and size of a plate, the inset of its four holes from the edges and their diameter ``d``."""
     w, h = grid(rng, 120, 300), grid(rng, 80, 180)
     return {
         "corner": (grid(rng, 0, 390 - w), grid(rng, 0, 195 - h)),
@@ -254,6 +294,10 @@ def sample_corner_holes(rng: random.Random) -> Params:
 
 
 def corner_holes_part(q: Params, perturbed: bool) -> Part:
+    """The plate outline as one closed polyline and a hole near each corner.
+
+    The perturbed variant makes the upper-right hole 2 mm smaller in diameter.
+    """
     (x, y), w, h, e, d = q["corner"], q["w"], q["h"], q["inset"], q["d"]
     centres = [(x + e, y + e), (x + w - e, y + e), (x + w - e, y + h - e), (x + e, y + h - e)]
     holes = tuple(Circle(c, (d - 2.0 if perturbed and i == 2 else d) / 2) for i, c in enumerate(centres))
@@ -272,6 +316,11 @@ def corner_holes_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_hole_grid(rng: random.Random) -> Params:
+    """A plate with a grid of 2 to 4 columns and 2 to 3 rows of holes.
+
+    Holds the plate corner, the column and row pitches (``px``, ``py``), the margins from the first and last holes
+    to the edges (``mx``, ``my``) and the hole diameter ``d``; the plate size follows from them.
+    """
     cols, rows = rng.randint(2, 4), rng.randint(2, 3)
     px, py = grid(rng, 40, 80), grid(rng, 40, 60)
     mx, my = grid(rng, 25, 40), grid(rng, 25, 40)
@@ -289,6 +338,7 @@ def sample_hole_grid(rng: random.Random) -> Params:
 
 
 def hole_grid_part(q: Params, perturbed: bool) -> Part:
+    """The plate outline and its holes row by row from the bottom; the perturbed variant omits the top-right hole."""
     (x, y), cols, rows, px, py, mx, my, d = (q[k] for k in ("corner", "cols", "rows", "px", "py", "mx", "my", "d"))
     w, h = 2 * mx + (cols - 1) * px, 2 * my + (rows - 1) * py
     xs = [x + mx + i * px for i in range(cols)]
@@ -312,6 +362,7 @@ def hole_grid_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_bracket(rng: random.Random) -> Params:
+    """Origin, leg lengths ``w`` and ``h``, thickness ``t`` and hole diameter ``d`` of an L-shaped bracket."""
     return {
         "origin": (grid(rng, 0, 150), grid(rng, 0, 20)),
         "w": grid(rng, 120, 220),
@@ -322,6 +373,7 @@ def sample_bracket(rng: random.Random) -> Params:
 
 
 def bracket_part(q: Params, perturbed: bool) -> Part:
+    """The L profile as one closed polyline with two holes in each leg; the perturbed vertical leg is 10 mm short."""
     (ox, oy), w, h, t, d = q["origin"], q["w"], q["h"], q["t"], q["d"]
     hh = h - 10.0 if perturbed else h
 
@@ -350,6 +402,7 @@ def bracket_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_gasket(rng: random.Random) -> Params:
+    """Centre, outside and inside diameters (at least 60 mm apart), bolt-hole count and size of a ring gasket."""
     od = grid(rng, 120, 190, 10)
     idd = grid(rng, 50, od - 60, 10)
     return {
@@ -362,6 +415,10 @@ def sample_gasket(rng: random.Random) -> Params:
 
 
 def gasket_part(q: Params, perturbed: bool) -> Part:
+    """Outside and inside circles plus bolt holes on the pitch circle halfway between them.
+
+    The perturbed inside diameter is 10 mm too small.
+    """
     c, od, idd, n, hole = q["c"], q["od"], q["id"], q["n"], q["hole"]
     pcd = (od + idd) / 2
     inner = idd - 10.0 if perturbed else idd
@@ -381,6 +438,7 @@ def gasket_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_flange(rng: random.Random) -> Params:
+    """Centre, outside and hub diameters, bolt count, bolt-hole diameter and first bolt angle of a flange face."""
     od = grid(rng, 150, 190, 10)
     return {
         "c": (grid(rng, 100, 300), grid(rng, 95, 105)),
@@ -393,6 +451,10 @@ def sample_flange(rng: random.Random) -> Params:
 
 
 def flange_part(q: Params, perturbed: bool) -> Part:
+    """Outside, hub and bore circles (the bore 30 mm under the hub diameter) and the bolt holes.
+
+    The pitch circle lies halfway between outside and hub diameter; the perturbed one is 10 mm smaller in diameter.
+    """
     c, od, hub, n, hole, start = q["c"], q["od"], q["hub"], q["n"], q["hole"], q["start"]
     bore = hub - 30.0
     pcd = (od + hub) / 2
@@ -414,6 +476,7 @@ def flange_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_slot(rng: random.Random) -> Params:
+    """Plate corner and size, slot length between its end centres, slot width and the diameter of the two holes."""
     w, h = grid(rng, 160, 300), grid(rng, 80, 140)
     return {
         "corner": (grid(rng, 0, 390 - w), grid(rng, 0, 195 - h)),
@@ -426,6 +489,10 @@ def sample_slot(rng: random.Random) -> Params:
 
 
 def slot_part(q: Params, perturbed: bool) -> Part:
+    """The plate outline, a centred obround slot (two lines, two arcs) and a hole 25 mm in from each side.
+
+    The perturbed slot is 4 mm too wide.
+    """
     (x, y), w, h, length, width, hole = q["corner"], q["w"], q["h"], q["length"], q["width"], q["hole"]
     cy = y + h / 2
     left, right = (x + w / 2 - length / 2, cy), (x + w / 2 + length / 2, cy)
@@ -455,6 +522,7 @@ def slot_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_chamfer(rng: random.Random) -> Params:
+    """Plate corner and size, the 45-degree chamfer length ``c`` and the diameter of the centre hole."""
     w, h = grid(rng, 120, 260), grid(rng, 80, 160)
     return {
         "corner": (grid(rng, 0, 390 - w), grid(rng, 0, 195 - h)),
@@ -466,6 +534,7 @@ def sample_chamfer(rng: random.Random) -> Params:
 
 
 def chamfer_points(x: float, y: float, w: float, h: float, c: float) -> tuple[Pt, ...]:
+    """The eight vertices, counter-clockwise from the bottom edge, of a ``w`` x ``h`` plate chamfered by ``c``."""
     return (
         (x + c, y),
         (x + w - c, y),
@@ -479,6 +548,7 @@ def chamfer_points(x: float, y: float, w: float, h: float, c: float) -> tuple[Pt
 
 
 def chamfer_part(q: Params, perturbed: bool) -> Part:
+    """The chamfered outline as one closed polyline and the centre hole; the perturbed chamfers are 5 mm shorter."""
     (x, y), w, h, c, hole = q["corner"], q["w"], q["h"], q["c"], q["hole"]
     drawn = c - 5.0 if perturbed else c
     centre = (x + w / 2, y + h / 2)
@@ -497,6 +567,7 @@ def chamfer_part(q: Params, perturbed: bool) -> Part:
 
 
 def sample_rounded(rng: random.Random) -> Params:
+    """Plate corner and size, corner radius ``r`` and the diameter of the four corner holes."""
     w, h = grid(rng, 120, 260), grid(rng, 80, 160)
     return {
         "corner": (grid(rng, 0, 390 - w), grid(rng, 0, 195 - h)),
@@ -508,6 +579,10 @@ def sample_rounded(rng: random.Random) -> Params:
 
 
 def rounded_part(q: Params, perturbed: bool) -> Part:
+    """A plate outline of four lines and four corner arcs, with a hole concentric with each arc.
+
+    The perturbed corner radius is 3 mm too small, while the holes keep their places.
+    """
     (x, y), w, h, r, hole = q["corner"], q["w"], q["h"], q["r"], q["hole"]
     rr = r - 3.0 if perturbed else r
     lines = (

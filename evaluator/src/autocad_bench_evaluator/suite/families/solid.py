@@ -18,6 +18,7 @@ SUMMARIES = {
 
 
 def families() -> tuple[Family, ...]:
+    """One family per original 3D task, which stays its only (fixed) instance and runs on AutoCAD alone."""
     found: list[Family] = []
     for task in solids.TASKS:
         family_id, summary = SUMMARIES[task.task_id]

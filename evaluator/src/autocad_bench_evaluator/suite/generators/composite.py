@@ -64,6 +64,7 @@ def _grid_solution(script: LibreCADScript, perturbed: bool) -> None:
 
 
 def l_profile(height: float) -> list[Pt]:
+    """Outline of the fixed L bracket (150 long, ``height`` high, legs 20 thick), counter-clockwise from the origin."""
     return [(0.0, 0.0), (150.0, 0.0), (150.0, 20.0), (20.0, 20.0), (20.0, height), (0.0, height)]
 
 
@@ -110,6 +111,7 @@ FLANGE_CENTER: Pt = (200.0, 110.0)
 
 
 def flange_holes(pcd_radius: float) -> list[Pt]:
+    """The fixed flange's eight bolt-hole centres on a circle of radius ``pcd_radius``, the first at 22.5 degrees."""
     return bolt_circle(FLANGE_CENTER, pcd_radius, 8, start_deg=22.5)
 
 
@@ -171,6 +173,7 @@ def _slot_solution(script: LibreCADScript, perturbed: bool) -> None:
 
 
 def chamfered(c: float) -> list[Pt]:
+    """Vertices of the fixed 160 x 100 plate with every corner chamfered by ``c``, counter-clockwise from the bottom."""
     w, h = 160.0, 100.0
     return [(c, 0.0), (w - c, 0.0), (w, c), (w, h - c), (w - c, h), (c, h), (0.0, h - c), (0.0, c)]
 

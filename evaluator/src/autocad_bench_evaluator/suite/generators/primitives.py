@@ -93,6 +93,7 @@ HEX_CENTER: Pt = (120.0, 100.0)
 
 
 def hexagon(radius: float) -> list[Pt]:
+    """Vertices of the fixed regular hexagon of circumradius ``radius``, the first on the +x axis."""
     return [polar(HEX_CENTER, radius, 60.0 * i) for i in range(6)]
 
 

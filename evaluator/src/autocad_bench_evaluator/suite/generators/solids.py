@@ -36,6 +36,7 @@ def box(x0: float, y0: float, z0: float, dx: float, dy: float, dz: float) -> Any
 
 
 def cylinder_z(cx: float, cy: float, z0: float, radius: float, height: float) -> Any:
+    """A cylinder mesh along z, axis through ``(cx, cy)``, from ``z0`` up to ``z0 + height``."""
     return forms.cylinder(count=SEGMENTS, radius=radius, top_center=(0, 0, height)).translate(cx, cy, z0)
 
 
