@@ -39,9 +39,6 @@ from _common import REPO, table
 
 sys.path.insert(0, str(REPO))
 
-from autocad_bench_anthropic.provider import AnthropicProvider
-from autocad_bench_anthropic.session import AnthropicSession
-
 from autocad_bench.actions.schema import computer_action_schema
 from autocad_bench.models import ArtifactRef
 from autocad_bench.providers.models import (
@@ -53,6 +50,8 @@ from autocad_bench.providers.models import (
     SessionRequest,
 )
 from autocad_bench.testing.wire import RecordedRequest, Reply
+from autocad_bench_anthropic.provider import AnthropicProvider
+from autocad_bench_anthropic.session import AnthropicSession
 from tests.providers.anthropic.messages_wire import MessagesWire, estimated_input_tokens
 
 DISPLAY = DisplaySize(width=1920, height=1080)

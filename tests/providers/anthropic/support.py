@@ -8,9 +8,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-from autocad_bench_anthropic.provider import AnthropicProvider
-from autocad_bench_anthropic.session import AnthropicSession
-
 from autocad_bench.actions.schema import computer_action_schema
 from autocad_bench.models import ArtifactRef, JsonObject
 from autocad_bench.providers.models import (
@@ -23,6 +20,8 @@ from autocad_bench.providers.models import (
 )
 from autocad_bench.testing.fake_broker import png_frame
 from autocad_bench.testing.wire import RecordedRequest
+from autocad_bench_anthropic.provider import AnthropicProvider
+from autocad_bench_anthropic.session import AnthropicSession
 from tests.providers.anthropic.messages_wire import MessagesWire
 
 SECRET = "sk-ant-test-7f3c1e9a0b2d4c6e8f"

@@ -7,10 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from autocad_bench_anthropic.session import AnthropicSession
 
 from autocad_bench.providers.models import ModelTurn, ProviderErrorKind
 from autocad_bench.retry import ModelCaller, RequestTooLarge
+from autocad_bench_anthropic.session import AnthropicSession
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import (
     FABLE_MODEL,

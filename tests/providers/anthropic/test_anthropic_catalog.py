@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from autocad_bench_anthropic.provider import AnthropicProvider
-
 from autocad_bench.providers.models import Credentials, ModelSpec
+from autocad_bench_anthropic.provider import AnthropicProvider
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import SECRET
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_anthropic.caching import count_breakpoints
-from autocad_bench_anthropic.session import COMPACTED_PLACEHOLDER, AnthropicSession
 
 from autocad_bench.providers.models import ModelTurn
+from autocad_bench_anthropic.caching import count_breakpoints
+from autocad_bench_anthropic.session import COMPACTED_PLACEHOLDER, AnthropicSession
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import (
     FABLE_MODEL,

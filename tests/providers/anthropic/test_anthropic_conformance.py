@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from autocad_bench_anthropic.provider import AnthropicProvider
 
 from autocad_bench.providers.models import ModelSpec
 from autocad_bench.testing import ProviderConformance
 from autocad_bench.testing.wire import WireServer
+from autocad_bench_anthropic.provider import AnthropicProvider
 from tests.providers.anthropic.messages_wire import MessagesWire
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import base64
 
-from autocad_bench_anthropic.caching import count_breakpoints
-from autocad_bench_anthropic.provider import AnthropicProvider
-
 from autocad_bench.actions.schema import COMPUTER_ACTION_DESCRIPTION, computer_action_schema
 from autocad_bench.providers.models import ModelSpec
+from autocad_bench_anthropic.caching import count_breakpoints
+from autocad_bench_anthropic.provider import AnthropicProvider
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import (
     FABLE_MODEL,

@@ -10,7 +10,6 @@ import json
 import random
 
 import pytest
-from autocad_bench_anthropic.session import AnthropicSession
 
 from autocad_bench.providers.models import ModelTurn, ProviderErrorKind
 from autocad_bench.retry import (
@@ -19,6 +18,7 @@ from autocad_bench.retry import (
     TransientRetriesExhausted,
 )
 from autocad_bench.testing.wire import Reply
+from autocad_bench_anthropic.session import AnthropicSession
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import (
     FABLE_MODEL,

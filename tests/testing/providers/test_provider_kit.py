@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from autocad_bench_anthropic.provider import AnthropicProvider
 from autocad_bench_bedrock.provider import BedrockProvider
 from autocad_bench_fireworks.provider import FireworksProvider
 from autocad_bench_mantle.provider import MantleProvider
@@ -32,6 +31,7 @@ from autocad_bench.testing.provider_conformance import (
     RULES,
     TOOL_SCHEMA,
 )
+from autocad_bench_anthropic.provider import AnthropicProvider
 
 pytest_plugins = ["pytester"]
 

@@ -1,0 +1,16 @@
+"""Native tool mode for Anthropic models: their own computer-use tool instead of ``computer_action``.
+
+:mod:`autocad_bench_anthropic.native.actions` turns one ``tool_use`` input of the
+``computer`` tool into the harness's wire actions and builds the tool's ``tools[]`` entry.
+Importing this package imports only the SDK's type modules, not a client.
+"""
+
+from autocad_bench_anthropic.native.actions import (
+    BETA_HEADERS,
+    NativeActionError,
+    NativeStep,
+    map_computer_action,
+    tool_definition,
+)
+
+__all__ = ["BETA_HEADERS", "NativeActionError", "NativeStep", "map_computer_action", "tool_definition"]

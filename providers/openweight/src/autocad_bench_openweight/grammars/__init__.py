@@ -1,0 +1,1 @@
+"""One module per action grammar; :mod:`._common` holds the pieces they share."""
