@@ -21,14 +21,14 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def venv_with(tmp: Path, wheels: Path, requirement: str) -> Path:
+def venv_with(tmp: Path, wheels: Path, *requirements: str) -> Path:
     venv = tmp / "venv"
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": str(venv)}
     env.pop("UV_PROJECT_ENVIRONMENT", None)
     subprocess.run(["uv", "venv", "-q", "--python", shutil.which("python3") or "python3", str(venv)], check=True,
                    env=env, timeout=120)
     subprocess.run(["uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    "--find-links", str(wheels), requirement], check=True, env=env, timeout=600)
+                    "--find-links", str(wheels), *requirements], check=True, env=env, timeout=600)
     return venv
 
 
@@ -60,3 +60,65 @@ def test_core_alone_has_no_cloud_or_provider_sdk(tmp_path: Path, wheels: Path) -
                               "from autocad_bench.plugins import PluginHost; PluginHost().infrastructure('aws')"],
                              capture_output=True, text=True, timeout=60)
     assert "backend 'aws' is not installed: pip install \"autocad-bench[aws]\"" in missing.stderr
+
+
+AUTHOR_SUITE = '''
+import pytest
+from autocad_bench.infrastructure import InfrastructureSpec
+from autocad_bench.testing import BackendConformance, serve_fake_brokers
+from example_autocad_backend import ExamplePoolPlugin
+
+
+@pytest.fixture
+def broker():
+    with serve_fake_brokers(1) as brokers:
+        yield brokers[0]
+
+
+class TestExamplePool(BackendConformance):
+    @pytest.fixture
+    def backend(self):
+        return ExamplePoolPlugin()
+
+    @pytest.fixture
+    def valid_spec(self, tmp_path, broker, monkeypatch):
+        monkeypatch.setenv("EXAMPLE_POOL_TOKEN", broker.token)
+        return InfrastructureSpec(backend="example-pool", broker_version="windows-autocad-2019-v11",
+                                  settings={"workers": [broker.url], "token_env": "EXAMPLE_POOL_TOKEN",
+                                            "lease_dir": str(tmp_path / "leases")})
+
+
+class ExitAlwaysZero(ExamplePoolPlugin):
+    """An author's slip: the command runs the rollout through a shell that always exits 0."""
+
+    def build_rollout_command(self, request):
+        command = super().build_rollout_command(request)
+        argv = ("/bin/sh", "-c", '"$@"; exit 0', "sh", *command.argv)
+        return command.model_copy(update={"argv": argv})
+
+
+class TestExitAlwaysZero(TestExamplePool):
+    @pytest.fixture
+    def backend(self):
+        return ExitAlwaysZero()
+'''
+
+
+@pytest.mark.integration
+def test_an_author_runs_the_kit_from_installed_wheels_without_a_checkout(tmp_path: Path, wheels: Path) -> None:
+    venv = venv_with(tmp_path, wheels, "autocad-bench", "autocad-bench-example-backend", "pytest")
+    project = tmp_path / "my-backend"  # nothing of this repository on the path or in the folder
+    project.mkdir()
+    (project / "test_my_backend.py").write_text(AUTHOR_SUITE)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+         "-k", "TestExamplePool or (TestExitAlwaysZero and lifecycle)", "test_my_backend.py"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out  # the broken backend, and only it, fails
+    assert "FAILED test_my_backend.py::TestExitAlwaysZero::test_lifecycle_runs_the_exact_child_once_and_releases" \
+        in out, out
+    assert "[exit-code-propagated]" in out, out
+    assert out.count("FAILED ") == 1, out
+    assert "PASSED test_my_backend.py::TestExamplePool::test_cancel_stops_within_grace_and_still_cleans_up" in out
