@@ -241,8 +241,9 @@ def _resume(out: Path) -> tuple[subprocess.CompletedProcess[str], subprocess.Com
 @pytest.mark.parametrize("mode", ["shared", "subprocess"])
 def test_a_sigkilled_controller_is_resumed_on_its_live_desktop_exactly_once(tmp_path: Path, mode: str) -> None:
     # Subprocess mode: the wrapper carries on without its controller, so the plan must run
-    # while it still does (three model turns of 6 s each remain).
-    out, record = _kill_controller_mid_rollout(tmp_path, mode, latency_s=6)
+    # while it still does: three model turns of 15 s each remain, room for a resume plan that
+    # starts slowly on a loaded machine (6 s turns were not always enough in CI).
+    out, record = _kill_controller_mid_rollout(tmp_path, mode, latency_s=6 if mode == "shared" else 15)
     assert record.mode == mode
     plan, executed = _resume(out)
     entry = json.loads(plan.stdout)["entries"][0]
