@@ -38,7 +38,7 @@ KINDS: dict[Kind, KindInfo] = {
         "provider",
         "autocad_bench.providers",
         ("open_session",),
-        {n: n for n in ("openai", "openrouter", "anthropic", "fireworks", "mantle", "bedrock")},
+        {n: n for n in ("openai", "openrouter", "anthropic", "fireworks", "mantle", "bedrock", "openweight")},
     ),
     "evaluators": KindInfo(
         "evaluators",

@@ -26,6 +26,7 @@ class AnthropicProvider(ModelProvider):
     name: ClassVar[str] = "anthropic"
     credential_env: ClassVar[tuple[str, ...]] = (CREDENTIAL_ENV,)
     options_model: ClassVar[type[AnthropicOptions]] = AnthropicOptions
+    tool_modes: ClassVar[frozenset[str]] = frozenset({"function", "native"})
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Look each id up with ``GET /v1/models/{id}`` (read-only, SDK retries off)."""
@@ -101,6 +102,11 @@ class AnthropicProvider(ModelProvider):
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         options = AnthropicOptions.model_validate(request.model.options)
+        if request.model.tool_mode == "native":
+            from autocad_bench_anthropic.native.session import NativeAnthropicSession, computer_tool_version
+
+            return NativeAnthropicSession(request, options, credentials.get(CREDENTIAL_ENV),
+                                          tool_version=computer_tool_version(request.model.model))
         return AnthropicSession(request, options, credentials.get(CREDENTIAL_ENV))
 
 

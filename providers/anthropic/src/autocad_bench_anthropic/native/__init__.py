@@ -2,7 +2,10 @@
 
 :mod:`autocad_bench_anthropic.native.actions` turns one ``tool_use`` input of the
 ``computer`` tool into the harness's wire actions and builds the tool's ``tools[]`` entry.
-Importing this package imports only the SDK's type modules, not a client.
+:mod:`autocad_bench_anthropic.native.session` holds :class:`NativeAnthropicSession`, the
+provider session of ``tool_mode: "native"`` (import it from there; it is not re-exported so
+that importing this package stays light). Importing this package imports only the SDK's
+type modules, not a client.
 """
 
 from autocad_bench_anthropic.native.actions import (
