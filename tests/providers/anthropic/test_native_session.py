@@ -177,6 +177,21 @@ async def test_new_models_get_the_20251124_tool(wire: MessagesWire, desk: Deskto
     assert turn.action_input == {"actions": [{"type": "wait", "seconds": 0.1}]}
 
 
+async def test_the_computer_tool_option_overrides_the_model_table(wire: MessagesWire, desk: DesktopRollout) -> None:
+    request = request_for(desk, wire, NEW_MODEL)
+    request = request.model_copy(update={"model": request.model.model_copy(
+        update={"options": {**request.model.options, "computer_tool": "computer_20250124"}})})
+    session = AnthropicProvider().open_session(request, Credentials({"ANTHROPIC_API_KEY": "k"}))
+    wire.push(reply([call("toolu_1", action="screenshot")]))
+    try:
+        await session.next_turn(desk.observation(0))
+    finally:
+        await session.aclose()
+    (sent,) = wire.model_requests()
+    assert sent.headers["anthropic-beta"] == "computer-use-2025-01-24"
+    assert sent.json()["tools"][0]["type"] == "computer_20250124"
+
+
 async def test_two_calls_make_one_batch_and_two_results(wire: MessagesWire, desk: DesktopRollout) -> None:
     session = open_native(desk, wire)
     geometry = session.geometry

@@ -105,8 +105,8 @@ class AnthropicProvider(ModelProvider):
         if request.model.tool_mode == "native":
             from autocad_bench_anthropic.native.session import NativeAnthropicSession, computer_tool_version
 
-            return NativeAnthropicSession(request, options, credentials.get(CREDENTIAL_ENV),
-                                          tool_version=computer_tool_version(request.model.model))
+            version = options.computer_tool or computer_tool_version(request.model.model)
+            return NativeAnthropicSession(request, options, credentials.get(CREDENTIAL_ENV), tool_version=version)
         return AnthropicSession(request, options, credentials.get(CREDENTIAL_ENV))
 
 
