@@ -62,6 +62,9 @@ DEFAULT_PRICING: dict[str, Any] = {
         "gpt-5.4": _openai(2.50, 0.25, 15, **_OPENAI_LONG_CONTEXT),
         "gpt-5.5": _openai(5, 0.50, 30, **_OPENAI_LONG_CONTEXT),
         "gpt-5.5-pro": _openai(30, 30, 180, **_OPENAI_LONG_CONTEXT),
+        # OpenAI's computer-use model (native tool mode); no prompt-caching discount listed.
+        "computer-use-preview": _openai(3, 3, 12),
+        "computer-use-preview-2025-03-11": _openai(3, 3, 12),
         # Anthropic (Messages API)
         "claude-fable-5-1": _anthropic(10, 0.25, 12.50, 50),
         "claude-fable-5": _anthropic(10, 1, 12.50, 50),
