@@ -36,6 +36,7 @@ from autocad_bench.retry import (
     MalformedResponsesExhausted,
     ModelCaller,
     ModelCallError,
+    ModelStopped,
     RequestTooLarge,
     RetryCounters,
     RetryEvent,
@@ -256,6 +257,27 @@ async def test_ten_consecutive_malformed_responses_fail_and_are_all_billed() -> 
         input_tokens=10_000, cached_input_tokens=5_000, output_tokens=500, reasoning_tokens=200
     )
     assert len(caught.value.billed.responses) == 10
+
+
+@pytest.mark.parametrize("reason", ["refusal", "safety_check"])
+async def test_a_refusal_or_a_safety_stop_ends_the_turn_at_once_and_is_billed(reason: str) -> None:
+    stopped = ModelTurn(tool_use_id="r", action_input=None, malformed=f"the model stopped: {reason}",
+                        stop_reason=reason, usage=TokenUsage(input_tokens=700, output_tokens=7))
+    session = ScriptedSession([bad(0), stopped, ok(2)])
+    model, sleeps = caller()
+    with pytest.raises(ModelStopped) as caught:
+        await model.request_turn(session, first_observation())
+    assert caught.value.stop_reason == reason and f"the model stopped: {reason}" in str(caught.value)
+    assert len(session.sent) == 2 and sleeps.delays == []  # never asked again
+    assert caught.value.usage == TokenUsage(input_tokens=800, output_tokens=17)
+
+
+async def test_other_stop_reasons_of_a_malformed_turn_are_asked_again() -> None:
+    cut = ModelTurn(tool_use_id="c", action_input=None, malformed="cut off", stop_reason="max_tokens")
+    session = ScriptedSession([cut, ok(1)])
+    model, _ = caller()
+    result = await model.request_turn(session, first_observation())
+    assert result.turn.tool_use_id == "call-1" and len(session.sent) == 2
 
 
 async def test_nine_malformed_then_valid_passes_with_feedback_and_full_usage() -> None:

@@ -12,8 +12,11 @@ from autocad_bench.broker.protocol import Route
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.harness.assignment import PilotAssignment
 from autocad_bench.harness.pilot import Pilot
+from autocad_bench.models import JsonObject
 from autocad_bench.plugins import PluginHost, PluginRegistry
-from autocad_bench.providers.models import DisplaySize, ModelSpec
+from autocad_bench.providers.models import Credentials, DisplaySize, ModelSpec, ModelTurn, Observation, SessionRequest
+from autocad_bench.providers.scripted import ScriptedProvider
+from autocad_bench.providers.session import ProviderSession
 from autocad_bench.storage import atomic_write_json
 from autocad_bench.testing.fake_broker import FakeBroker, Fault, FaultKind
 
@@ -23,8 +26,32 @@ DISPLAY = DisplaySize(width=40, height=30)
 MOVE = {"type": "move", "x": 1, "y": 2}
 
 
+class StoppingProvider(ScriptedProvider):
+    """Replays a script whose ``{"stop_reason": R}`` lines are turns without a call that stop for R."""
+
+    name = "stopping"
+
+    def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
+        inner = super().open_session(request, credentials)
+
+        class Session(ProviderSession):
+            async def next_turn(self, observation: Observation) -> ModelTurn:
+                turn = await inner.next_turn(observation)
+                line = turn.action_input
+                if isinstance(line, dict) and "stop_reason" in line:
+                    return turn.model_copy(update={"action_input": None, "stop_reason": line["stop_reason"],
+                                                   "malformed": f"no call ({line['stop_reason']})",
+                                                   "text": "I can't help with that."})
+                return turn
+
+            def checkpoint(self) -> JsonObject:
+                return inner.checkpoint()
+
+        return Session()
+
+
 def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None,
-        faults: list[Fault] | None = None) -> tuple[dict[str, Any], FakeBroker, Path]:
+        faults: list[Fault] | None = None, provider: str = "scripted") -> tuple[dict[str, Any], FakeBroker, Path]:
     async def scenario() -> tuple[dict[str, Any], FakeBroker]:
         async with FakeBroker(display=DISPLAY) as broker:
             broker.add_faults(*(faults or []))
@@ -35,12 +62,14 @@ def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None,
             assignment = PilotAssignment(
                 batch_id="b", rollout_id="r", attempt_id="b.r.1", task_id="t", task_prompt="draw",
                 reference_png=str(REFERENCE),
-                model=ModelSpec(provider="scripted", model="replay", options={"script": str(script)}),
+                model=ModelSpec(provider=provider, model="replay", options={"script": str(script)}),
                 budgets=budgets or BudgetConfig(), display=DISPLAY, infrastructure_backend="test")
             atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
             client = BrokerClient(broker.url, broker.token, wait_initial_s=0.0005, wait_max_s=0.001,
                                   wait_jitter_s=0.0, operation_deadline_s=10)
-            pilot = Pilot(rollout, {}, host=PluginHost(registry=PluginRegistry(), environ={}), broker=client)
+            registry = PluginRegistry()
+            registry.register("providers", StoppingProvider())
+            pilot = Pilot(rollout, {}, host=PluginHost(registry=registry, environ={}), broker=client)
             code = await pilot.run()
             result = json.loads((rollout / "result.json").read_text())
             assert result["exit_code"] == code
@@ -150,3 +179,24 @@ def test_failed_release_is_cleanup_error(tmp_path: Path) -> None:
     result, _, _ = run(tmp_path, [{"actions": [{"type": "done"}]}],
                        faults=[Fault(FaultKind.HTTP_ERROR, Route.RELEASE, status=500)])
     assert (result["status"], result["failure_class"]) == ("failed", "cleanup_error")
+
+
+def test_a_refusal_fails_the_rollout_at_once_with_its_own_class(tmp_path: Path) -> None:
+    lines = [{"actions": [MOVE]}, {"stop_reason": "refusal"}, {"actions": [{"type": "done"}]}]
+    result, broker, rollout = run(tmp_path, lines, provider="stopping")
+    assert (result["status"], result["failure_class"]) == ("failed", "model_refused")
+    assert "the model stopped the rollout (refusal)" in result["failure_detail"]
+    assert len(broker.injected) == 1, "nothing after the refusal ran"
+    assert (rollout / "attempt.dxf").exists(), "the drawing is still saved"
+
+
+def test_a_safety_check_stop_fails_with_its_own_class(tmp_path: Path) -> None:
+    result, broker, _ = run(tmp_path, [{"stop_reason": "safety_check"}], provider="stopping")
+    assert (result["status"], result["failure_class"]) == ("failed", "safety_check_stopped")
+    assert broker.injected == []
+
+
+def test_a_truncated_turn_is_asked_again(tmp_path: Path) -> None:
+    lines = [{"stop_reason": "max_tokens"}, {"actions": [MOVE, {"type": "done"}]}]
+    result, _, _ = run(tmp_path, lines, provider="stopping")
+    assert (result["status"], result["stop_reason"]) == ("completed", "done")

@@ -73,6 +73,7 @@ from autocad_bench.retry.caller import (
     BudgetStopped,
     ModelCaller,
     ModelCallError,
+    ModelStopped,
     TransientRetriesExhausted,
     TurnResult,
 )
@@ -282,6 +283,11 @@ class Pilot:
             except TransientRetriesExhausted as error:
                 self._flush_costs()
                 raise _Failure(FailureClass.TRANSPORT_EXHAUSTED, f"model provider unreachable: {error}") from error
+            except ModelStopped as error:
+                self._flush_costs()
+                stopped = (FailureClass.MODEL_REFUSED if error.stop_reason == "refusal"
+                           else FailureClass.SAFETY_CHECK_STOPPED)
+                raise _Failure(stopped, str(error)) from error
             except ModelCallError as error:
                 self._flush_costs()
                 raise _Failure(FailureClass.MODEL_CONTRACT_ERROR, str(error)) from error

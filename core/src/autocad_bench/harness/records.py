@@ -31,6 +31,11 @@ class FailureClass(enum.StrEnum):
     INFRASTRUCTURE_LOST = "infrastructure_lost"
     """The controller died and the rollout's desktop could not be reconnected: the rollout is
     closed on resume with the spend its checkpoint recorded (rerun it by this class)."""
+    MODEL_REFUSED = "model_refused"
+    """The model refused the task (a refusal stop reason): it is failed at once, never asked again."""
+    SAFETY_CHECK_STOPPED = "safety_check_stopped"
+    """The model's computer-use tool raised a safety check and the provider's policy is to stop
+    (OpenAI's ``pending_safety_checks`` with ``safety_checks: "stop"``)."""
     INTERRUPTED = "interrupted"
     """The operator stopped the batch (SIGINT or SIGTERM) after the rollout had reached the
     model: it stopped at a turn boundary, its drawing and spend were kept, and it is never

@@ -144,6 +144,23 @@ class MalformedResponsesExhausted(ModelCallError):
     """Too many consecutive responses without a usable ``computer_action`` call."""
 
 
+class ModelStopped(ModelCallError):
+    """The model ended the rollout itself without finishing the task: it refused, or its
+    computer-use tool raised a safety check that the provider's policy does not acknowledge.
+
+    Not retried: asking again would only repeat the verdict (or acknowledge a check
+    nobody approved). :attr:`stop_reason` is the turn's (``refusal`` or ``safety_check``).
+    """
+
+    def __init__(self, message: str, billed: Billed, stop_reason: str) -> None:
+        super().__init__(message, billed)
+        self.stop_reason = stop_reason
+
+
+STOPPING_REASONS: frozenset[str] = frozenset({"refusal", "safety_check"})
+"""``ModelTurn.stop_reason`` values of a malformed turn that end the rollout at once."""
+
+
 class RequestTooLarge(ModelCallError):
     """A 413 could not be fixed: the session could not shrink the request, or it stayed too large."""
 
@@ -266,6 +283,10 @@ class ModelCaller:
                     counters=self._counters,
                     budget_stop=self._budget.stop_reason if self._budget else None,
                 )
+            if turn.stop_reason in STOPPING_REASONS:
+                raise ModelStopped(
+                    f"the model stopped the rollout ({turn.stop_reason}): {turn.malformed or turn.text or 'no detail'}",
+                    self._billed(log), turn.stop_reason)
             streak = self._counters.malformed.consecutive
             if streak >= self.policy.max_consecutive_malformed:
                 raise MalformedResponsesExhausted(

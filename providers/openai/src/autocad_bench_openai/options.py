@@ -34,6 +34,10 @@ class OpenaiOptions(BaseModel):
     store: bool = False
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     timeout_s: float = Field(default=600.0, gt=0, le=3600, allow_inf_nan=False)
+    computer_tool: Literal["computer", "computer_use_preview"] | None = Field(
+        default=None, description="native mode: the computer tool variant (default: by model id)")
+    safety_checks: Literal["acknowledge", "stop"] = Field(
+        default="stop", description="native mode: what a computer call's pending_safety_checks do")
 
     @field_validator("base_url")
     @classmethod

@@ -40,6 +40,8 @@ class OpenaiProvider(ModelProvider):
     optional_env: ClassVar[tuple[str, ...]] = (BASE_URL_ENV,)
     """Non-secret variables the provider reads when they are set (admission passes them on)."""
     options_model: ClassVar[type[OpenaiOptions]] = OpenaiOptions
+    tool_modes: ClassVar[frozenset[str]] = frozenset({"function", "native"})
+    """``native`` drives OpenAI's own computer tool (:mod:`autocad_bench_openai.native`)."""
 
     def __repr__(self) -> str:
         return "OpenaiProvider()"
@@ -122,7 +124,13 @@ class OpenaiProvider(ModelProvider):
         return entry(True, f"available at {endpoint}", found.id)
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
-        return OpenaiSession(request, _parse(request.model), credentials)
+        options = _parse(request.model)
+        if request.model.tool_mode == "native":
+            from autocad_bench_openai.native.session import NativeOpenAISession
+
+            return NativeOpenAISession(request, options, credentials, variant=options.computer_tool,
+                                       safety_checks=options.safety_checks)
+        return OpenaiSession(request, options, credentials)
 
 
 UNREACHABLE = "cannot connect to base URL"
