@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 from anthropic.types import ModelInfo
 from anthropic.types.beta import BetaMessage, BetaTextBlock, BetaToolUseBlock, BetaUsage
-from openai.types import CompletionUsage
+from openai.types import CompletionUsage, Model
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
@@ -225,6 +225,13 @@ def anthropic_model_info(model: str) -> dict[str, Any]:
     return dumped
 
 
+def served_models(*models: str) -> dict[str, Any]:
+    """``GET /v1/models`` of an OpenAI-compatible server listing ``models``."""
+    listing = [Model(id=m, created=1_767_225_600, object="model", owned_by="oracle").model_dump(mode="json")
+               for m in models]
+    return {"object": "list", "data": listing}
+
+
 # --- UI-TARS ----------------------------------------------------------------------------------
 
 
@@ -363,7 +370,10 @@ def anthropic_route(geometry: ScreenGeometry) -> Route:
 
 def chat_route(server: FakeServer, method: str, path: str, body: dict[str, Any],
                headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    """Answers ``POST /v1/chat/completions`` of the open-weight grammar session."""
+    """Answers ``POST /v1/chat/completions`` of the open-weight grammar session, and the
+    model list the plan asks for (``GET /v1/models``)."""
+    if method == "GET" and path == "/v1/models":
+        return 200, served_models(server.model)
     if method != "POST" or path != "/v1/chat/completions":
         server.fail(f"unexpected request {method} {path}")
     if body.get("tools"):

@@ -24,9 +24,7 @@ from autocad_bench_anthropic.native.actions import map_computer_action
 from autocad_bench_anthropic.native.session import DEFAULT_COMPUTER_TOOL, anthropic_geometry
 from tests.examples.native_oracle import (
     DESKTOP,
-    GOLD_CACHE,
-    SUITE,
-    TASKS,
+    REPO,
     FakeServer,
     anthropic_server,
     anthropic_turn,
@@ -46,8 +44,7 @@ needs_desktop = pytest.mark.skipif(
     reason="Xvfb, LibreCAD and xdotool are required (apt-get install -y xvfb librecad xdotool)",
 )
 
-ANTHROPIC_MODEL = "claude-sonnet-4-5"
-UITARS_MODEL = "ui-tars-1.5-7b"
+EXAMPLES = REPO / "examples"
 
 SKIPPED: dict[tuple[str, str], str] = {}
 """(vocabulary, task id) -> why that task cannot be expressed in it. Empty: every smoke
@@ -81,23 +78,31 @@ def test_every_smoke_solution_translates_and_maps_back(task_id: str) -> None:
         assert same_actions(turn, parsed["actions"]), f"uitars turn {index}: {turn} -> {reply!r} -> {parsed}"
 
 
-def _run_batch(tmp_path: Path, name: str, rollouts: list[dict[str, Any]], env: dict[str, str]) -> Path:
-    config = tmp_path / "batch.json"
-    config.write_text(json.dumps({
-        "name": name,
-        "expected_rollouts": len(rollouts),
-        "max_concurrency": 2,
-        "execution_mode": "shared",
-        "task_suite": str(SUITE),
-        "tasks_dir": str(TASKS),
-        "infrastructure": {"backend": "local-xvfb", "broker_version": "windows-autocad-2019-v11",
-                           "settings": {"state_dir": str(tmp_path / "state")}},
-        "evaluation": {"enabled": True, "evaluator_version": "2026.12.2", "gold_cache": str(GOLD_CACHE)},
-        "rollouts": rollouts,
-    }, indent=2))
+def example_config(name: str) -> dict[str, Any]:
+    """A shipped example configuration, its relative paths made absolute (it runs from a copy)."""
+    config: dict[str, Any] = json.loads((EXAMPLES / name).read_text())
+    for key in ("task_suite", "tasks_dir"):
+        config[key] = str((EXAMPLES / config[key]).resolve())
+    config["evaluation"]["gold_cache"] = str((EXAMPLES / config["evaluation"]["gold_cache"]).resolve())
+    return config
+
+
+def _run_example(tmp_path: Path, name: str, base_urls: dict[str, str], env: dict[str, str]) -> Path:
+    """Run the shipped example ``name`` with each rollout's ``base_url`` pointed at its task's fake."""
+    config = example_config(name)
+    config["infrastructure"]["settings"] = {"state_dir": str(tmp_path / "state")}
+    kept = []
+    for rollout in config["rollouts"]:
+        if rollout["task_id"] in base_urls:
+            rollout["provider_options"] = {**rollout["provider_options"], "base_url": base_urls[rollout["task_id"]],
+                                           "timeout_s": 60}
+            kept.append(rollout)
+    config["rollouts"], config["expected_rollouts"] = kept, len(kept)
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(config, indent=2))
     out = tmp_path / "run"
     started = time.monotonic()
-    result = subprocess.run(["autocad-bench-batch", "--config", str(config), "--execute", "--output-dir", str(out)],
+    result = subprocess.run(["autocad-bench-batch", "--config", str(path), "--execute", "--output-dir", str(out)],
                             capture_output=True, text=True, timeout=900, env={**os.environ, "CI": "1", **env})
     print(f"{name}: batch took {time.monotonic() - started:.1f} s")
     logs = "".join(p.read_text()[-2000:] for p in sorted(out.glob("logs/*.log")))
@@ -138,26 +143,21 @@ def _serve_all(stack: ExitStack, vocabulary: str, make: Any, model: str) -> dict
 @pytest.mark.integration
 @needs_desktop
 def test_the_smoke_solutions_score_1_through_the_anthropic_computer_tool(tmp_path: Path) -> None:
+    model = example_config("native-anthropic.json")["rollouts"][0]["model"]
     with ExitStack() as stack:
-        servers = _serve_all(stack, "anthropic", anthropic_server, ANTHROPIC_MODEL)
-        rollouts = [{"rollout_id": f"native-anthropic-{task_id}", "task_id": task_id, "provider": "anthropic",
-                     "model": ANTHROPIC_MODEL, "tool_mode": "native",
-                     "provider_options": {"base_url": server.url, "timeout_s": 60}}
-                    for task_id, server in servers.items()]
-        out = _run_batch(tmp_path, "native-oracle-anthropic", rollouts, {"ANTHROPIC_API_KEY": "test-key"})
+        servers = _serve_all(stack, "anthropic", anthropic_server, model)
+        out = _run_example(tmp_path, "native-anthropic.json", {t: s.url for t, s in servers.items()},
+                           {"ANTHROPIC_API_KEY": "test-key"})
     _assert_all_scored(out, servers, "anthropic")
 
 
 @pytest.mark.integration
 @needs_desktop
 def test_the_smoke_solutions_score_1_through_the_uitars_grammar(tmp_path: Path) -> None:
+    model = example_config("vllm-uitars.json")["rollouts"][0]["model"]
     with ExitStack() as stack:
-        servers = _serve_all(stack, "uitars", uitars_server, UITARS_MODEL)
-        rollouts = [{"rollout_id": f"native-uitars-{task_id}", "task_id": task_id, "provider": "openweight",
-                     "model": UITARS_MODEL, "tool_mode": "native",
-                     "provider_options": {"base_url": f"{server.url}/v1", "grammar": "uitars", "timeout_s": 60}}
-                    for task_id, server in servers.items()]
-        out = _run_batch(tmp_path, "native-oracle-uitars", rollouts, {})
+        servers = _serve_all(stack, "uitars", uitars_server, model)
+        out = _run_example(tmp_path, "vllm-uitars.json", {t: f"{s.url}/v1" for t, s in servers.items()}, {})
     _assert_all_scored(out, servers, "uitars")
 
 

@@ -22,15 +22,18 @@ its pricing table; the ``usd_per_*`` options are only recorded with the configur
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from autocad_bench.errors import PluginError, Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.grammar import CoordinateConvention, grammar_names, load_grammar
-from autocad_bench.providers.models import Credentials, ModelSpec, SessionRequest
+from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 
 from .options import FUNCTION_GRAMMAR, OpenWeightOptions, parse_options
+
+CATALOG_TIMEOUT_S = 15.0
+"""How long the plan waits for a server's model list."""
 
 NO_KEY = "EMPTY"
 """The bearer value sent when no ``api_key_env`` is configured (local servers ignore it; the
@@ -76,6 +79,43 @@ class OpenWeightProvider(ModelProvider):
                 problems.append(Problem(f"{where}.grammar", str(error)))
         return problems
 
+    def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
+        """Ask each server for its model list (``GET {base_url}/models``, SDK retries off).
+
+        A model is available when the server answers and lists its id. A server that does not
+        answer, answers with an error, or does not list the model makes it unavailable, with
+        the reason: the plan then refuses the batch before any desktop starts.
+        """
+        import openai
+
+        entries: list[CatalogEntry] = []
+        served: dict[tuple[str, str | None], list[str] | str] = {}
+        for spec in models:
+            try:
+                options = parse_options(spec)
+            except ValueError:
+                entries.append(CatalogEntry(provider=self.name, model=spec.model, available=False,
+                                            reason="invalid provider_options"))
+                continue
+            key = credentials.get(options.api_key_env) if options.api_key_env else NO_KEY
+            where = (options.base_url, options.api_key_env)
+            if where not in served:
+                served[where] = _served_models(openai, options.base_url, key or NO_KEY,
+                                               min(options.timeout_s, CATALOG_TIMEOUT_S))
+            listing = served[where]
+            if isinstance(listing, str):
+                entries.append(CatalogEntry(provider=self.name, model=spec.model, available=False,
+                                            reason=f"{options.base_url}: {listing}"))
+            elif spec.model not in listing:
+                shown = ", ".join(listing[:10]) + (" ..." if len(listing) > 10 else "")
+                entries.append(CatalogEntry(provider=self.name, model=spec.model, available=False,
+                                            reason=f"{options.base_url} does not serve it (it serves: "
+                                                   f"{shown or 'nothing'})"))
+            else:
+                entries.append(CatalogEntry(provider=self.name, model=spec.model, available=True,
+                                            reason=f"served by {options.base_url}"))
+        return entries
+
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         """A function-mode or native session; raises ``ValueError`` when ``api_key_env`` is unset."""
         from openai import AsyncOpenAI
@@ -109,3 +149,16 @@ class OpenWeightProvider(ModelProvider):
         grammar = load_grammar(options.grammar, options.coordinates)
         geometry = grammar_geometry(grammar, request.display, options.server_resize)
         return GrammarSession(request, settings, key, client, grammar, geometry)
+
+
+def _served_models(openai: Any, base_url: str, key: str, timeout_s: float) -> list[str] | str:
+    """The model ids the server lists, or why it could not be asked (one request, no retries)."""
+    client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+    try:
+        return [model.id for model in client.models.list()]
+    except openai.APIStatusError as error:
+        return f"the model list request failed: HTTP {error.status_code}"
+    except openai.APIConnectionError as error:
+        return f"the server did not answer ({type(error).__name__})"
+    finally:
+        client.close()

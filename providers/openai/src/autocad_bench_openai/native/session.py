@@ -47,7 +47,7 @@ text.
 Screenshots: the desktop frame (and the reference, when it has the desktop's size) is
 scaled with :func:`scale_png` to :func:`openai_geometry`, the largest size within OpenAI's
 ``detail: high`` limits (fits 2048 x 2048, short edge at most 768: 1920x1080 becomes
-1365x768), so the model's coordinates are pixels of exactly the image it saw; they are
+1366x768), so the model's coordinates are pixels of exactly the image it saw; they are
 mapped back with :meth:`ScreenGeometry.to_desktop`.
 
 Responses:
