@@ -119,11 +119,11 @@ def open_native(desk: DesktopRollout, wire: ResponsesWire, model: str = GA_MODEL
     return session
 
 
-def reply(*output: Any, status: str = "completed", reason: str | None = None, response_id: str = "resp_1") -> Reply:
+def reply(*output: Any, status: Any = "completed", reason: Any = None, response_id: str = "resp_1") -> Reply:
     response = Response(
         id=response_id, object="response", created_at=1_700_000_000, model="wire-fake-model", output=list(output),
-        parallel_tool_calls=True, tool_choice="auto", tools=[], status=status,  # type: ignore[arg-type]
-        incomplete_details=IncompleteDetails(reason=reason) if reason else None,  # type: ignore[arg-type]
+        parallel_tool_calls=True, tool_choice="auto", tools=[], status=status,
+        incomplete_details=IncompleteDetails(reason=reason) if reason else None,
         usage=USAGE,
     )
     return Reply.json(response.model_dump(mode="json"))
@@ -258,7 +258,9 @@ async def test_several_calls_each_get_an_output(wire: ResponsesWire, desk: Deskt
         await session.next_turn(desk.observation(1, first))
     finally:
         await session.aclose()
-    assert first.tool_use_id == "c2" and len(first.action_input["actions"]) == 2  # type: ignore[arg-type,index]
+    assert first.tool_use_id == "c2"
+    x, y = session.geometry.to_desktop(1, 1)
+    assert first.action_input == {"actions": [{"type": "move", "x": x, "y": y}, {"type": "wait", "seconds": 1.0}]}
     items = bodies(wire)[1]["input"]
     outputs = [i for i in items if i.get("type") == "computer_call_output"]
     assert [o["call_id"] for o in outputs] == ["c1", "c2"]
