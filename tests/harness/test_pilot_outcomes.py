@@ -30,6 +30,7 @@ class StoppingProvider(ScriptedProvider):
     """Replays a script whose ``{"stop_reason": R}`` lines are turns without a call that stop for R."""
 
     name = "stopping"
+    tool_modes = frozenset({"function", "native"})
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         inner = super().open_session(request, credentials)
@@ -50,8 +51,8 @@ class StoppingProvider(ScriptedProvider):
         return Session()
 
 
-def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None,
-        faults: list[Fault] | None = None, provider: str = "scripted") -> tuple[dict[str, Any], FakeBroker, Path]:
+def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None, faults: list[Fault] | None = None,
+        provider: str = "scripted", tool_mode: str = "function") -> tuple[dict[str, Any], FakeBroker, Path]:
     async def scenario() -> tuple[dict[str, Any], FakeBroker]:
         async with FakeBroker(display=DISPLAY) as broker:
             broker.add_faults(*(faults or []))
@@ -62,7 +63,8 @@ def run(tmp: Path, lines: list[Any], budgets: BudgetConfig | None = None,
             assignment = PilotAssignment(
                 batch_id="b", rollout_id="r", attempt_id="b.r.1", task_id="t", task_prompt="draw",
                 reference_png=str(REFERENCE),
-                model=ModelSpec(provider=provider, model="replay", options={"script": str(script)}),
+                model=ModelSpec(provider=provider, model="replay", options={"script": str(script)},
+                                tool_mode=tool_mode),
                 budgets=budgets or BudgetConfig(), display=DISPLAY, infrastructure_backend="test")
             atomic_write_json(rollout / "assignment.json", assignment.model_dump(mode="json"))
             client = BrokerClient(broker.url, broker.token, wait_initial_s=0.0005, wait_max_s=0.001,
@@ -200,3 +202,13 @@ def test_a_truncated_turn_is_asked_again(tmp_path: Path) -> None:
     lines = [{"stop_reason": "max_tokens"}, {"actions": [MOVE, {"type": "done"}]}]
     result, _, _ = run(tmp_path, lines, provider="stopping")
     assert (result["status"], result["stop_reason"]) == ("completed", "done")
+
+
+def test_a_malformed_native_turn_is_answered_in_native_words(tmp_path: Path) -> None:
+    lines = [{"stop_reason": "max_tokens"}, {"actions": [{"type": "done"}]}]
+    _, _, rollout = run(tmp_path, lines, provider="stopping", tool_mode="native")
+    feedback = [t["observation"]["feedback"] for t in turns(rollout) if t["observation"]["feedback"]]
+    assert feedback and "computer_action" not in feedback[0] and "your computer-use tool" in feedback[0]
+    (tmp_path / "f").mkdir()
+    _, _, function_rollout = run(tmp_path / "f", lines, provider="stopping")
+    assert "computer_action" in [t["observation"]["feedback"] for t in turns(function_rollout)][1]

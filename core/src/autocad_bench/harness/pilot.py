@@ -76,6 +76,8 @@ from autocad_bench.retry.caller import (
     ModelStopped,
     TransientRetriesExhausted,
     TurnResult,
+    malformed_feedback,
+    native_malformed_feedback,
 )
 
 log = logging.getLogger(__name__)
@@ -133,6 +135,7 @@ class Pilot:
             # Rates are looked up once: an unlisted model's fallback scans every listed price.
             pricer=functools.partial(price_response, price_for(a.model.model, self.prices)),
             on_response=self._on_response,
+            feedback=native_malformed_feedback if a.model.tool_mode == "native" else malformed_feedback,
         )
         self.started = utcnow()
         self._monotonic_start = time.monotonic()

@@ -20,6 +20,7 @@ from autocad_bench.retry.caller import (
     default_sleep,
     is_well_formed,
     malformed_feedback,
+    native_malformed_feedback,
     request_turn,
 )
 from autocad_bench.retry.policy import RetryPolicy, exponential_backoff, retry_delay
@@ -43,6 +44,7 @@ __all__ = [
     "exponential_backoff",
     "is_well_formed",
     "malformed_feedback",
+    "native_malformed_feedback",
     "request_turn",
     "retry_delay",
 ]

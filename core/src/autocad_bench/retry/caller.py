@@ -193,6 +193,15 @@ def malformed_feedback(observation: Observation, turn: ModelTurn) -> Observation
     )
 
 
+def native_malformed_feedback(observation: Observation, turn: ModelTurn) -> Observation:
+    """The answer to a malformed response in native tool mode: the model acts through its own
+    computer-use tool or action language, so the hint does not name ``computer_action``."""
+    problem = turn.malformed or "the response contained no action"
+    return malformed_feedback(observation, turn).model_copy(update={"feedback": (
+        f"No action was executed: {problem}. Reply with actions in the format of your computer-use tool, "
+        "or end your turn without one when the task is finished.")})
+
+
 def is_well_formed(turn: ModelTurn) -> bool:
     """Whether ``turn`` carries a ``computer_action`` argument object to validate."""
     return turn.action_input is not None and turn.malformed is None
