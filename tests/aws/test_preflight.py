@@ -139,3 +139,24 @@ def test_a_gate_report_is_required_when_configured(aws: AwsEnv, tmp_path: Path) 
     path.write_text(json.dumps({"not": "a report"}))
     assert checks(preflight(aws, gate_report=str(path)))["gate_report"] is False
     assert os.path.exists(path)
+
+
+def test_missing_credentials_fail_at_once_without_retries() -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    from autocad_bench_aws.calls import AwsCallError, call, is_transient
+
+    assert not is_transient(NoCredentialsError())
+    sleeps: list[float] = []
+    tries = 0
+
+    def refuse() -> None:
+        nonlocal tries
+        tries += 1
+        raise NoCredentialsError()
+
+    with pytest.raises(AwsCallError) as caught:
+        call("sts:GetCallerIdentity", refuse, requests=3, sleep=sleeps.append)
+    assert (tries, sleeps, caught.value.attempts) == (1, [], 0)
+    assert str(caught.value) == "sts:GetCallerIdentity: NoCredentialsError: Unable to locate credentials " \
+                                "(no request was sent)"

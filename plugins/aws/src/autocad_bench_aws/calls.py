@@ -37,11 +37,21 @@ CAPACITY = frozenset({"InsufficientInstanceCapacity", "InsufficientCapacity", "I
 NOT_FOUND_SUFFIX = (".NotFound", ".Malformed")
 
 
+NOT_SENT = frozenset({"NoCredentialsError", "PartialCredentialsError", "NoRegionError", "ProfileNotFound"})
+"""botocore errors raised before any request leaves the machine: the configuration is
+missing something, so retrying cannot help and no request is counted."""
+
+
 class AwsCallError(Exception):
-    """A bounded AWS call failed for good; ``code`` is the AWS error code (or the exception type)."""
+    """A bounded AWS call failed for good; ``code`` is the AWS error code (or the exception type).
+
+    ``attempts`` counts the requests sent: 0 when the SDK refused before sending (missing
+    credentials or region, an unknown profile).
+    """
 
     def __init__(self, operation: str, code: str, message: str, attempts: int) -> None:
-        super().__init__(f"{operation}: {code}: {message} (after {attempts} request(s))")
+        sent = "no request was sent" if attempts == 0 else f"after {attempts} request(s)"
+        super().__init__(f"{operation}: {code}: {message} ({sent})")
         self.operation = operation
         self.code = code
         self.attempts = attempts
@@ -70,6 +80,8 @@ def is_transient(error: BaseException) -> bool:
         code = error_code(error)
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
         return code in THROTTLING or code in TRANSIENT or status >= 500
+    if type(error).__name__ in NOT_SENT:
+        return False
     return isinstance(error, BotoCoreError | ConnectionError | TimeoutError)
 
 
@@ -105,7 +117,8 @@ def call(
                 on_retry(attempt, error)
             sleep(pause(attempt, error) if pause is not None else backoff(attempt))
     assert last is not None
-    raise AwsCallError(operation, error_code(last), _message(last), attempt) from last
+    sent = attempt - 1 if type(last).__name__ in NOT_SENT else attempt
+    raise AwsCallError(operation, error_code(last), _message(last), sent) from last
 
 
 def _message(error: BaseException) -> str:
