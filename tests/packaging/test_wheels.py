@@ -122,3 +122,35 @@ def test_an_author_runs_the_kit_from_installed_wheels_without_a_checkout(tmp_pat
     assert "[exit-code-propagated]" in out, out
     assert out.count("FAILED ") == 1, out
     assert "PASSED test_my_backend.py::TestExamplePool::test_cancel_stops_within_grace_and_still_cleans_up" in out
+
+
+@pytest.mark.integration
+def test_every_internal_dependency_is_pinned_in_the_built_metadata(wheels: Path) -> None:
+    """pip must never pair core 0.2 with a plugin built for 0.1: extras pin the release, and
+    every distribution names a compatible range of the ones it imports."""
+    import zipfile
+
+    from packaging.requirements import Requirement
+
+    built = sorted(wheels.glob("autocad_bench*.whl"))
+    assert len(built) >= 14, built
+    unpinned: list[str] = []
+    for wheel in built:
+        with zipfile.ZipFile(wheel) as archive:
+            metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            lines = archive.read(metadata).decode().splitlines()
+        version = next(line.split(": ", 1)[1] for line in lines if line.startswith("Version: "))
+        for line in lines:
+            if not line.startswith("Requires-Dist: "):
+                continue
+            requirement = Requirement(line.removeprefix("Requires-Dist: "))
+            if not requirement.name.startswith("autocad-bench"):
+                continue
+            specifier = requirement.specifier
+            if not specifier or not specifier.contains(version):
+                unpinned.append(f"{wheel.name}: {line}")
+            elif wheel.name.startswith("autocad_bench-") and requirement.marker is not None:
+                # core's extras name exactly its own release
+                if str(specifier) != f"=={version}":
+                    unpinned.append(f"{wheel.name}: {line} (an extra must pin =={version})")
+    assert unpinned == []
