@@ -328,3 +328,36 @@ def test_a_temporary_observer_is_validated_like_any_plugin() -> None:
     with host.observing(Fine(), "typo"), host.observing(Observer(), "sneaky"):
         host.notify("rollout_state_changed", event=_state_event("running"))
     assert seen == ["running"]
+
+
+def test_the_capabilities_listing_says_which_backends_recover_and_which_modes_providers_speak() -> None:
+    from importlib.metadata import EntryPoint as Ep
+
+    from autocad_bench.cli.main import _capabilities
+    from autocad_bench.providers.scripted import ScriptedProvider
+
+    class Native(ScriptedProvider):
+        name = "native-speaker"
+        tool_modes = frozenset({"function", "native"})
+
+    broken = Ep(name="broken", value="no_such_module_xyz:Plugin", group="autocad_bench.infrastructure")
+    host = host_with(("infrastructure", Minimal()), ("providers", Native()), entry_points=[broken])
+    assert _capabilities(host, "infrastructure", "minimal") == {"name": "minimal", "recovery": False}
+    assert _capabilities(host, "providers", "native-speaker") == {"name": "native-speaker",
+                                                                  "tool_modes": ["function", "native"]}
+    failed = _capabilities(host, "infrastructure", "broken")
+    assert failed["name"] == "broken" and "no_such_module_xyz" in failed["error"]
+
+
+def test_the_plugins_command_lists_capabilities_only_when_asked() -> None:
+    import json
+    import subprocess
+
+    plain = json.loads(subprocess.run(["autocad-bench", "plugins"], capture_output=True, text=True,
+                                      check=True, timeout=60).stdout)
+    assert "local-xvfb" in plain["infrastructure"] and "scripted" in plain["providers"]
+    rich = json.loads(subprocess.run(["autocad-bench", "plugins", "--capabilities"], capture_output=True, text=True,
+                                     check=True, timeout=120).stdout)
+    assert {"name": "local-xvfb", "recovery": True} in rich["infrastructure"]
+    assert {"name": "scripted", "tool_modes": ["function"]} in rich["providers"]
+    assert {"name": "anthropic", "tool_modes": ["function", "native"]} in rich["providers"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import click
 
@@ -16,8 +17,10 @@ from autocad_bench.cli.resume import resume_command
 from autocad_bench.dashboard.cli import dashboard_command, report_command
 from autocad_bench.errors import PluginError, missing_extra_message
 from autocad_bench.evaluators import DEFAULT_EVALUATOR, select_evaluator
+from autocad_bench.hookspecs import RECOVERY_HOOKS
 from autocad_bench.plugins import PluginHost
 from autocad_bench.plugins.kinds import KINDS
+from autocad_bench.providers.options import tool_modes_of
 
 
 @click.group()
@@ -63,10 +66,32 @@ cli.add_command(_LazyTasks(name="tasks", help="The task suite: list, show, valid
 
 
 @cli.command()
-def plugins() -> None:
-    """List the installed backends, providers and observers as JSON (backends and providers are not imported)."""
+@click.option("--capabilities", is_flag=True,
+              help="Also load each backend and provider and say what it supports: recovery (resume after a "
+                   "controller crash) for backends, tool modes for providers. Loading imports their SDKs.")
+def plugins(capabilities: bool) -> None:
+    """List the installed backends, providers, evaluators and observers as JSON.
+
+    Without ``--capabilities`` nothing is imported (a broken plugin cannot hide the list);
+    with it, each backend and provider is loaded and a plugin that fails to load is listed
+    with its error instead of its capabilities.
+    """
     host = PluginHost(environ=dict(os.environ))
-    click.echo(json.dumps({kind: host.installed_names(kind) for kind in KINDS}, indent=2))
+    listing: dict[str, Any] = {kind: host.installed_names(kind) for kind in KINDS}
+    if capabilities:
+        listing["infrastructure"] = [_capabilities(host, "infrastructure", n) for n in listing["infrastructure"]]
+        listing["providers"] = [_capabilities(host, "providers", n) for n in listing["providers"]]
+    click.echo(json.dumps(listing, indent=2))
+
+
+def _capabilities(host: PluginHost, kind: str, name: str) -> dict[str, Any]:
+    try:
+        handle = host.infrastructure(name) if kind == "infrastructure" else host.provider(name)
+    except PluginError as error:
+        return {"name": name, "error": str(error)}
+    if kind == "infrastructure":
+        return {"name": name, "recovery": all(handle.implements(hook) for hook in RECOVERY_HOOKS)}
+    return {"name": name, "tool_modes": sorted(tool_modes_of(handle.plugin))}
 
 
 def main() -> None:
