@@ -4,8 +4,14 @@ Each smoke task's ``solution.librecad.jsonl`` is a list of function-mode turns
 (``{"actions": [...]}``, desktop pixels). This module translates every turn into
 
 * Anthropic's native ``computer`` tool inputs (``tool_use`` blocks, coordinates in the
-  screenshot space :func:`autocad_bench_anthropic.native.session.anthropic_geometry` shows), and
+  screenshot space :func:`autocad_bench_anthropic.native.session.anthropic_geometry` shows),
+* OpenAI's native GA ``computer`` tool (one ``computer_call`` per turn carrying a batched
+  ``actions`` list, coordinates in the screenshot space
+  :func:`autocad_bench_openai.native.session.openai_geometry` shows, 1366x768),
 * UI-TARS ``Thought: ...`` / ``Action: ...`` replies (coordinates in the ``smart_resize`` frame),
+* Qwen-VL ``<tool_call>`` ``computer_use`` calls: ``qwen-computer-use`` (Qwen2.5-VL, the
+  ``smart_resize`` frame) and ``qwen3-computer-use`` (Qwen3-VL, a 0..1000 grid), and
+* pyautogui code blocks (the ``smart_resize`` frame, as served by a Qwen2.5-VL processor),
 
 and serves them from small threaded HTTP servers on 127.0.0.1 that stand in for the vendor
 APIs, so a real batch (controller subprocess, Xvfb, LibreCAD, evaluator) can be driven by the
@@ -33,9 +39,19 @@ from urllib.parse import urlparse
 
 from anthropic.types import ModelInfo
 from anthropic.types.beta import BetaMessage, BetaTextBlock, BetaToolUseBlock, BetaUsage
+from autocad_bench_openai.native.session import openai_geometry
 from openai.types import CompletionUsage, Model
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
+from openai.types.responses import (
+    ComputerTool,
+    Response,
+    ResponseComputerToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseUsage,
+)
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from autocad_bench.actions.models import ACTION_ADAPTER, action_to_wire
 from autocad_bench.actions.xdotool import key_name
@@ -56,6 +72,11 @@ UITARS_SCROLL_CLICKS = 5
 """Wheel clicks of one UI-TARS ``scroll`` call (``grammars.uitars.SCROLL_CLICKS``)."""
 UITARS_WAIT_SECONDS = 5.0
 """Seconds of one UI-TARS ``wait()`` (``grammars.uitars.WAIT_SECONDS``)."""
+
+OPENAI_WAIT_SECONDS = 1.0
+"""Seconds of one OpenAI ``wait`` action, which has no duration (``native.actions.WAIT_SECONDS``)."""
+OPENAI_SCROLL_PIXELS_PER_CLICK = 100
+"""Pixels of ``scroll_x``/``scroll_y`` per wheel click (``native.actions.SCROLL_PIXELS_PER_CLICK``)."""
 
 Action = dict[str, Any]
 Turn = list[Action]
@@ -232,6 +253,90 @@ def served_models(*models: str) -> dict[str, Any]:
     return {"object": "list", "data": listing}
 
 
+# --- OpenAI's native computer tool (GA ``computer``) -----------------------------------------
+
+_OPENAI_BUTTONS = {"left": "left", "right": "right", "middle": "wheel"}
+
+
+def openai_key(name: str) -> str:
+    """The key name OpenAI's computer tool uses for a broker key (``"enter"`` -> ``"ENTER"``)."""
+    return {"escape": "ESC"}.get(name, name.upper() if len(name) > 1 else name)
+
+
+def openai_actions(action: Action, geometry: ScreenGeometry) -> list[dict[str, Any]]:
+    """The ``computer_call`` actions performing one function-mode ``action``."""
+    kind = action["type"]
+    if kind in ("click", "move", "scroll"):
+        x, y = shown_point(geometry, action["x"], action["y"])
+    if kind == "click":
+        button, count = action["button"], action["count"]
+        if (button, count) == ("left", 2):
+            return [{"type": "double_click", "x": x, "y": y}]
+        if count != 1:
+            raise Untranslatable(f"OpenAI's computer tool has no {button} click x{count}")
+        return [{"type": "click", "button": _OPENAI_BUTTONS[button], "x": x, "y": y}]
+    if kind == "move":
+        return [{"type": "move", "x": x, "y": y}]
+    if kind == "type":
+        return [{"type": "type", "text": action["text"]}]
+    if kind == "key":
+        return [{"type": "keypress", "keys": [openai_key(k) for k in action["keys"]]}]
+    if kind == "wait":
+        count = action["seconds"] / OPENAI_WAIT_SECONDS
+        if not float(count).is_integer():
+            raise Untranslatable(f"OpenAI's wait always pauses {OPENAI_WAIT_SECONDS:g} s, not {action['seconds']}")
+        return [{"type": "wait"}] * int(count)
+    if kind == "drag":
+        if action["button"] != "left":
+            raise Untranslatable(f"OpenAI's drag uses the left button, not {action}")
+        points = [shown_point(geometry, *p) for p in action["path"]]
+        return [{"type": "drag", "path": [{"x": px, "y": py} for px, py in points]}]
+    if kind == "scroll":
+        # Pixels, positive scroll_y = down (the wire counts wheel clicks, positive dy = up).
+        return [{"type": "scroll", "x": x, "y": y, "scroll_x": action["dx"] * OPENAI_SCROLL_PIXELS_PER_CLICK,
+                 "scroll_y": -action["dy"] * OPENAI_SCROLL_PIXELS_PER_CLICK}]
+    raise Untranslatable(f"no OpenAI computer action for {kind!r}")
+
+
+def openai_turn(turn: Turn, geometry: ScreenGeometry) -> list[dict[str, Any]] | None:
+    """The batched ``actions`` of one scripted turn; ``None`` for the final ``done`` (a message only)."""
+    if is_done(turn):
+        return None
+    if any(a["type"] == "done" for a in turn):
+        raise Untranslatable("done must be a turn of its own")
+    return [item for action in turn for item in openai_actions(action, geometry)]
+
+
+def openai_response(index: int, actions: list[dict[str, Any]] | None, model: str) -> dict[str, Any]:
+    """The Responses API reply of scripted turn ``index``: a message and one ``computer_call``
+    with the batched actions, or the message alone at the end (the model's finish)."""
+    text = "The drawing is complete and saved." if actions is None else f"Scripted turn {index}."
+    output: list[Any] = [ResponseOutputMessage(
+        id=f"msg_oracle_{index}", type="message", role="assistant", status="completed",
+        content=[ResponseOutputText(type="output_text", text=text, annotations=[])])]
+    if actions is not None:
+        output.append(ResponseComputerToolCall(
+            id=f"cu_oracle_{index}", call_id=f"call_oracle_{index}", type="computer_call", status="completed",
+            pending_safety_checks=[], actions=actions))  # type: ignore[arg-type]  # validated into the SDK union
+    response = Response(
+        id=f"resp_oracle_{index}", object="response", created_at=time.time(), model=model, status="completed",
+        output=output, parallel_tool_calls=False, tool_choice="auto", tools=[ComputerTool(type="computer")],
+        usage=ResponseUsage(input_tokens=1000,
+                            input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+                            output_tokens=50, output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+                            total_tokens=1050),
+    )
+    dumped: dict[str, Any] = response.model_dump(mode="json")
+    return dumped
+
+
+def openai_model(model: str) -> dict[str, Any]:
+    """``GET /v1/models/{id}`` (the admission catalog check)."""
+    dumped: dict[str, Any] = Model(id=model, created=1_767_225_600, object="model",
+                                   owned_by="oracle").model_dump(mode="json")
+    return dumped
+
+
 # --- UI-TARS ----------------------------------------------------------------------------------
 
 
@@ -307,6 +412,149 @@ def chat_completion(index: int, text: str, model: str) -> dict[str, Any]:
     return dumped
 
 
+
+# --- Qwen-VL computer_use and pyautogui --------------------------------------------------------
+
+GRAMMAR_SERVER_RESIZE = {"qwen-computer-use": "qwen2.5-vl", "qwen3-computer-use": "qwen3-vl",
+                         "pyautogui": "qwen2.5-vl"}
+"""The ``server_resize`` each grammar's oracle run declares (the processor of its model family)."""
+
+
+def grammar_frame(grammar: str, desktop: DisplaySize = DESKTOP) -> ScreenGeometry:
+    """The frame a grammar's coordinates are read in: ``smart_resize`` (factor 28) for the
+    resized grammars, the desktop itself for Qwen3's 0..1000 grid."""
+    if grammar == "qwen3-computer-use":
+        return ScreenGeometry.identity(desktop)
+    return ScreenGeometry.smart_resize(desktop, factor=QWEN25_VL_FACTOR)
+
+
+def normalized_point(geometry: ScreenGeometry, x: int, y: int) -> tuple[int, int]:
+    """The whole 0..1000 grid point whose ``from_normalized`` lands nearest to desktop pixel ``(x, y)``."""
+
+    def axis(value: int, size: int, pick: Callable[[int], int]) -> int:
+        guess = round(value * 1000 / size)
+        candidates = [c for c in range(guess - 2, guess + 3) if 0 <= c <= 1000]
+        return min(candidates, key=lambda c: abs(pick(c) - value))
+
+    return (axis(x, geometry.desktop.width, lambda c: geometry.from_normalized(c, 0)[0]),
+            axis(y, geometry.desktop.height, lambda c: geometry.from_normalized(0, c)[1]))
+
+
+def _qwen_call(arguments: dict[str, Any]) -> str:
+    return "<tool_call>\n" + json.dumps({"name": "computer_use", "arguments": arguments}) + "\n</tool_call>"
+
+
+_QWEN_CLICKS = {("left", 1): "left_click", ("left", 2): "double_click", ("left", 3): "triple_click",
+                ("right", 1): "right_click", ("middle", 1): "middle_click"}
+
+
+def qwen_calls(action: Action, geometry: ScreenGeometry, normalized: bool) -> list[str]:
+    """The ``<tool_call>`` blocks performing one function-mode ``action`` (a drag reads back as
+    the ``mouse_move`` placing the pointer, then the drag)."""
+
+    def point(x: int, y: int) -> list[int]:
+        return list(normalized_point(geometry, x, y) if normalized else shown_point(geometry, x, y))
+
+    kind = action["type"]
+    if kind == "click":
+        name = _QWEN_CLICKS.get((action["button"], action["count"]))
+        if name is None:
+            raise Untranslatable(f"computer_use has no {action['button']} click x{action['count']}")
+        return [_qwen_call({"action": name, "coordinate": point(action["x"], action["y"])})]
+    if kind == "move":
+        return [_qwen_call({"action": "mouse_move", "coordinate": point(action["x"], action["y"])})]
+    if kind == "type":
+        return [_qwen_call({"action": "type", "text": action["text"]})]
+    if kind == "key":
+        return [_qwen_call({"action": "key", "keys": list(action["keys"])})]
+    if kind == "wait":
+        return [_qwen_call({"action": "wait", "time": action["seconds"]})]
+    if kind == "drag":
+        path = action["path"]
+        if len(path) != 2 or action["button"] != "left":
+            raise Untranslatable(f"left_click_drag takes two points with the left button, not {action}")
+        return [_qwen_call({"action": "mouse_move", "coordinate": point(*path[0])}),
+                _qwen_call({"action": "left_click_drag", "coordinate": point(*path[1])})]
+    if kind == "scroll":
+        dx, dy = action["dx"], action["dy"]
+        if dx and dy:
+            raise Untranslatable(f"a scroll moves along one axis, not {action}")
+        name = "hscroll" if dx else "scroll"
+        return [_qwen_call({"action": name, "pixels": dx or dy, "coordinate": point(action["x"], action["y"])})]
+    raise Untranslatable(f"no computer_use action for {kind!r}")
+
+
+def qwen_reply(index: int, turn: Turn, geometry: ScreenGeometry, normalized: bool) -> str:
+    """One reply performing a whole scripted turn: a thought, then one ``<tool_call>`` per action."""
+    if is_done(turn):
+        return "The drawing is complete and saved.\n" + _qwen_call({"action": "terminate", "status": "success"})
+    if any(a["type"] == "done" for a in turn):
+        raise Untranslatable("done must be a turn of its own")
+    calls = [call for action in turn for call in qwen_calls(action, geometry, normalized)]
+    return f"Scripted turn {index}.\n" + "\n".join(calls)
+
+
+def _xy(geometry: ScreenGeometry, x: int, y: int) -> str:
+    sx, sy = shown_point(geometry, x, y)
+    return f"x={sx}, y={sy}"
+
+
+def pyautogui_calls(action: Action, geometry: ScreenGeometry) -> list[str]:
+    """The pyautogui calls performing one function-mode ``action`` (a drag reads back as the
+    ``moveTo`` placing the pointer, then the drag)."""
+    kind = action["type"]
+    if kind == "click":
+        button, count = action["button"], action["count"]
+        where = _xy(geometry, action["x"], action["y"])
+        if (button, count) == ("left", 1):
+            return [f"pyautogui.click({where})"]
+        return [f"pyautogui.click({where}, clicks={count}, button={button!r})"]
+    if kind == "move":
+        return [f"pyautogui.moveTo({_xy(geometry, action['x'], action['y'])})"]
+    if kind == "type":
+        return [f"pyautogui.write({action['text']!r})"]
+    if kind == "key":
+        keys = action["keys"]
+        if len(keys) == 1:
+            return [f"pyautogui.press({keys[0]!r})"]
+        return [f"pyautogui.hotkey({', '.join(map(repr, keys))})"]
+    if kind == "wait":
+        return [f"time.sleep({action['seconds']!r})"]
+    if kind == "drag":
+        path = action["path"]
+        if len(path) != 2:
+            raise Untranslatable(f"dragTo() drags from the pointer to one point, not {action}")
+        return [f"pyautogui.moveTo({_xy(geometry, *path[0])})",
+                f"pyautogui.dragTo({_xy(geometry, *path[1])}, button={action['button']!r})"]
+    if kind == "scroll":
+        dx, dy = action["dx"], action["dy"]
+        where = _xy(geometry, action["x"], action["y"])
+        calls = [f"pyautogui.scroll({dy}, {where})"] if dy else []
+        return calls + ([f"pyautogui.hscroll({dx}, {where})"] if dx else [])
+    raise Untranslatable(f"no pyautogui call for {kind!r}")
+
+
+def pyautogui_reply(index: int, turn: Turn, geometry: ScreenGeometry) -> str:
+    """One reply performing a whole scripted turn: a thought, then one ```python block."""
+    if is_done(turn):
+        return "The drawing is complete and saved.\n```python\nDONE\n```"
+    if any(a["type"] == "done" for a in turn):
+        raise Untranslatable("done must be a turn of its own")
+    calls = [call for action in turn for call in pyautogui_calls(action, geometry)]
+    return f"Scripted turn {index}.\n```python\nimport pyautogui\n" + "\n".join(calls) + "\n```"
+
+
+def grammar_reply(grammar: str, index: int, turn: Turn, geometry: ScreenGeometry) -> str:
+    """Scripted turn ``index`` as one reply in the open-weight ``grammar``."""
+    if grammar == "uitars":
+        return uitars_reply(index, turn, geometry)
+    if grammar in ("qwen-computer-use", "qwen3-computer-use"):
+        return qwen_reply(index, turn, geometry, normalized=grammar == "qwen3-computer-use")
+    if grammar == "pyautogui":
+        return pyautogui_reply(index, turn, geometry)
+    raise ValueError(f"no oracle for grammar {grammar!r}")
+
+
 # --- the fake servers --------------------------------------------------------------------------
 
 
@@ -364,6 +612,34 @@ def anthropic_route(geometry: ScreenGeometry) -> Route:
         with server.lock:
             server.answered.append(index)
         return 200, anthropic_message(index, server.replies[index], server.model)
+
+    return route
+
+
+def openai_route(geometry: ScreenGeometry) -> Route:
+    """Answers the catalog lookup and ``POST /v1/responses`` of the native OpenAI session."""
+
+    def route(server: FakeServer, method: str, path: str, body: dict[str, Any],
+              headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        if method == "GET" and path == f"/v1/models/{server.model}":
+            return 200, openai_model(server.model)
+        if method != "POST" or path != "/v1/responses":
+            server.fail(f"unexpected request {method} {path}")
+        if body.get("tools") != [{"type": "computer"}]:
+            server.fail(f"tools declare {body.get('tools')}, expected the GA computer tool")
+        shown = f"{geometry.shown.width}x{geometry.shown.height} pixels"
+        if shown not in str(body.get("instructions")):
+            server.fail(f"the instructions do not show the screen as {shown}: {body.get('instructions')!r}")
+        items = body.get("input") or []
+        index = sum(1 for item in items if item.get("type") == "computer_call")
+        outputs = sum(1 for item in items if item.get("type") == "computer_call_output")
+        if outputs != index:
+            server.fail(f"{index} computer calls replayed but {outputs} outputs")
+        if index >= len(server.replies):
+            server.fail(f"request {index + 1} is past the script's {len(server.replies)} turns")
+        with server.lock:
+            server.answered.append(index)
+        return 200, openai_response(index, server.replies[index], server.model)
 
     return route
 
@@ -444,3 +720,20 @@ def uitars_server(task_id: str, model: str, desktop: DisplaySize = DESKTOP) -> F
     geometry = uitars_geometry(desktop)
     replies = [uitars_reply(i, turn, geometry) for i, turn in enumerate(load_solution(task_id))]
     return FakeServer(replies=replies, route=chat_route, model=model)
+
+
+def openai_server(task_id: str, model: str, desktop: DisplaySize = DESKTOP) -> FakeServer:
+    geometry = openai_geometry(desktop)
+    replies = [openai_turn(turn, geometry) for turn in load_solution(task_id)]
+    return FakeServer(replies=replies, route=openai_route(geometry), model=model)
+
+
+def grammar_server(grammar: str) -> Callable[[str, str], FakeServer]:
+    """A ``make(task_id, model)`` serving one task's solution in the open-weight ``grammar``."""
+
+    def make(task_id: str, model: str, desktop: DisplaySize = DESKTOP) -> FakeServer:
+        geometry = uitars_geometry(desktop) if grammar == "uitars" else grammar_frame(grammar, desktop)
+        replies = [grammar_reply(grammar, i, turn, geometry) for i, turn in enumerate(load_solution(task_id))]
+        return FakeServer(replies=replies, route=chat_route, model=model)
+
+    return make

@@ -426,6 +426,7 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
         name = self.settings.artifact_name
         failed: JsonObject = {"session_id": session.session_id, "request_id": request_id}
         async with self._desktop:
+            await self._release_held_input(session)
             try:
                 result = await run_blocking(self.adapter.checkpoint, name="broker-checkpoint")
             except Exception as error:  # adapters report failures; this is a bug, still answered
@@ -450,8 +451,19 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
         }
         return CheckpointOutcome(artifact, detail)
 
+    async def _release_held_input(self, session: Session[SessionDesktop]) -> None:
+        """Release buttons and keys still held (native ``mouse_down``); a failure is only evidence."""
+        try:
+            await run_blocking(self.driver.release_all, name="broker-release-input")
+        except Exception as error:
+            self.events.add(
+                "fault",
+                {"session_id": session.session_id, "operation": "release held input", "error": describe_error(error)},
+            )
+
     async def release(self, session: Session[SessionDesktop]) -> JsonObject:
         async with self._desktop:
+            await self._release_held_input(session)
             try:
                 kill = await run_blocking(self.adapter.kill, name="broker-kill")
                 outcome: JsonObject = kill.model_dump(mode="json")

@@ -14,7 +14,10 @@ from autocad_bench.actions import (
     ClickAction,
     DoneAction,
     DragAction,
+    HoldKeyAction,
     KeyAction,
+    MouseDownAction,
+    MouseUpAction,
     MoveAction,
     ScrollAction,
     TypeAction,
@@ -25,6 +28,10 @@ from autocad_bench_broker.drivers.input import InputDriver
 
 def apply_action(driver: InputDriver, action: Action, *, sleep: Callable[[float], None] = time.sleep) -> None:
     """Inject ``action`` through ``driver``; ``wait`` sleeps, ``done`` does nothing.
+
+    ``mouse_down`` leaves its button held (a later ``mouse_up`` or the driver's
+    ``release_all`` releases it); ``hold_key`` presses its chord, sleeps ``seconds`` and
+    releases the chord even if the sleep is interrupted.
 
     Raises :class:`~autocad_bench_broker.errors.InputRejected` (nothing injected) if the
     driver refuses the arguments; any other exception means the input may have been delivered.
@@ -44,5 +51,15 @@ def apply_action(driver: InputDriver, action: Action, *, sleep: Callable[[float]
             driver.hotkey(keys)
         case WaitAction(seconds=seconds):
             sleep(seconds)
+        case MouseDownAction(x=x, y=y, button=button):
+            driver.mouse_down(x, y, button)
+        case MouseUpAction(x=x, y=y, button=button):
+            driver.mouse_up(x, y, button)
+        case HoldKeyAction(keys=keys, seconds=seconds):
+            driver.key_down(keys)
+            try:
+                sleep(seconds)
+            finally:
+                driver.key_up(keys)
         case DoneAction():
             pass

@@ -45,6 +45,13 @@ class InputDriver(Protocol):
     ``scroll``: ``dy`` > 0 turns the wheel up (away from the user), ``dx`` > 0 scrolls right;
     amounts are wheel clicks. ``hotkey`` presses ``keys`` in order as one chord and releases
     them in reverse order. ``type_text`` types printable ASCII character by character.
+
+    ``mouse_down``/``mouse_up`` press and release one button at a point and ``key_down``/
+    ``key_up`` press a chord in order and release it in reverse order, each independently
+    (native tool mode: a button may stay held between batches). ``release_all`` releases
+    every button and key this driver pressed and has not released yet; the broker calls it
+    before it saves the drawing and when a session is released. It never raises for a backend
+    failure of one release (it tries them all).
     """
 
     @property
@@ -67,6 +74,16 @@ class InputDriver(Protocol):
     def type_text(self, text: str) -> None: ...
 
     def hotkey(self, keys: Sequence[str]) -> None: ...
+
+    def mouse_down(self, x: int, y: int, button: MouseButton = "left") -> None: ...
+
+    def mouse_up(self, x: int, y: int, button: MouseButton = "left") -> None: ...
+
+    def key_down(self, keys: Sequence[str]) -> None: ...
+
+    def key_up(self, keys: Sequence[str]) -> None: ...
+
+    def release_all(self) -> None: ...
 
     def close(self) -> None:
         """Release backend resources; idempotent."""
@@ -183,6 +200,8 @@ class PyAutoGUIDriver:
         self._size: tuple[int, int] | None = None
         self._closed = False
         self._x11: tuple[Any, Any] | None = None  # this driver's X connection and keymap
+        self._held_buttons: set[str] = set()
+        self._held_keys: list[str] = []  # in press order
 
     @property
     def version(self) -> str:
@@ -276,9 +295,61 @@ class PyAutoGUIDriver:
                 raise InputRejected(f"keys not available on this desktop: {unsupported!r}")
             gui.hotkey(*keys, interval=0)
 
+    def mouse_down(self, x: int, y: int, button: MouseButton = "left") -> None:
+        _check_point(x, y, self.screen_size())
+        _check_button(button)
+        with self._bound() as gui:
+            gui.moveTo(x, y)
+            self._held_buttons.add(button)  # before the event: a failure may still have pressed it
+            gui.mouseDown(x, y, button=button)
+
+    def mouse_up(self, x: int, y: int, button: MouseButton = "left") -> None:
+        _check_point(x, y, self.screen_size())
+        _check_button(button)
+        with self._bound() as gui:
+            gui.moveTo(x, y)
+            gui.mouseUp(x, y, button=button)
+            self._held_buttons.discard(button)
+
+    def key_down(self, keys: Sequence[str]) -> None:
+        keys = list(keys)
+        _check_keys(keys)
+        with self._bound() as gui:
+            unsupported = [k for k in keys if not gui.isValidKey(k)]
+            if unsupported:
+                raise InputRejected(f"keys not available on this desktop: {unsupported!r}")
+            for key in keys:
+                if key not in self._held_keys:
+                    self._held_keys.append(key)
+                gui.keyDown(key)
+
+    def key_up(self, keys: Sequence[str]) -> None:
+        keys = list(keys)
+        _check_keys(keys)
+        with self._bound() as gui:
+            for key in reversed(keys):
+                gui.keyUp(key)
+                if key in self._held_keys:
+                    self._held_keys.remove(key)
+
+    def release_all(self) -> None:
+        if self._closed or not (self._held_buttons or self._held_keys):
+            return
+        with self._bound() as gui:
+            for key in reversed(self._held_keys):
+                with contextlib.suppress(Exception):
+                    gui.keyUp(key)
+            for button in sorted(self._held_buttons):
+                with contextlib.suppress(Exception):
+                    gui.mouseUp(button=button)
+        self._held_keys.clear()
+        self._held_buttons.clear()
+
     def close(self) -> None:
         if self._closed:
             return
+        with contextlib.suppress(Exception):  # never leave a button or key held down
+            self.release_all()
         self._closed = True
         with _PYAUTOGUI_LOCK:
             binding, self._x11 = self._x11, None
@@ -306,6 +377,8 @@ class RecordingDriver:
     size: tuple[int, int] = (1920, 1080)
     calls: list[RecordedCall] = field(default_factory=list)
     closed: bool = False
+    held_buttons: set[str] = field(default_factory=set)
+    held_keys: list[str] = field(default_factory=list)
 
     @property
     def version(self) -> str:
@@ -352,5 +425,40 @@ class RecordingDriver:
         _check_keys(keys)
         self._record("hotkey", keys)
 
+    def mouse_down(self, x: int, y: int, button: MouseButton = "left") -> None:
+        _check_point(x, y, self.size)
+        _check_button(button)
+        self._record("mouse_down", x, y, button)
+        self.held_buttons.add(button)
+
+    def mouse_up(self, x: int, y: int, button: MouseButton = "left") -> None:
+        _check_point(x, y, self.size)
+        _check_button(button)
+        self._record("mouse_up", x, y, button)
+        self.held_buttons.discard(button)
+
+    def key_down(self, keys: Sequence[str]) -> None:
+        keys = tuple(keys)
+        _check_keys(keys)
+        self._record("key_down", keys)
+        self.held_keys.extend(k for k in keys if k not in self.held_keys)
+
+    def key_up(self, keys: Sequence[str]) -> None:
+        keys = tuple(keys)
+        _check_keys(keys)
+        self._record("key_up", keys)
+        for key in keys:
+            if key in self.held_keys:
+                self.held_keys.remove(key)
+
+    def release_all(self) -> None:
+        """Records ``release_all`` with what was held (keys in reverse, buttons sorted), if anything."""
+        if self.closed or not (self.held_buttons or self.held_keys):
+            return
+        self._record("release_all", tuple(reversed(self.held_keys)), tuple(sorted(self.held_buttons)))
+        self.held_keys.clear()
+        self.held_buttons.clear()
+
     def close(self) -> None:
+        self.release_all()
         self.closed = True

@@ -119,6 +119,45 @@ class WaitAction(StrictModel):
     seconds: Annotated[float, Field(strict=True, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
 
 
+class MouseDownAction(StrictModel):
+    """Move to ``(x, y)`` and press ``button`` without releasing it (native tool mode only).
+
+    The button stays held after the batch ends, until a ``mouse_up`` releases it; the broker
+    releases every held button before it saves the drawing and when the session ends.
+    """
+
+    type: Literal["mouse_down"] = "mouse_down"
+    x: Coordinate
+    y: Coordinate
+    button: MouseButton
+
+
+class MouseUpAction(StrictModel):
+    """Move to ``(x, y)`` and release ``button`` (native tool mode only)."""
+
+    type: Literal["mouse_up"] = "mouse_up"
+    x: Coordinate
+    y: Coordinate
+    button: MouseButton
+
+
+class HoldKeyAction(StrictModel):
+    """Press ``keys`` as one chord, keep them down for ``seconds``, release in reverse order.
+
+    Native tool mode only; 0 < seconds <= 10.
+    """
+
+    type: Literal["hold_key"] = "hold_key"
+    keys: Annotated[tuple[KeyName, ...], Field(min_length=1)]
+    seconds: Annotated[float, Field(strict=True, gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
+
+    @model_validator(mode="after")
+    def _distinct(self) -> HoldKeyAction:
+        if len(set(self.keys)) != len(self.keys):
+            raise ValueError("a key appears more than once in the chord")
+        return self
+
+
 class DoneAction(StrictModel):
     """The model declares the task finished; allowed only as the last action of a batch."""
 
@@ -133,7 +172,10 @@ Action = Annotated[
     | TypeAction
     | KeyAction
     | WaitAction
-    | DoneAction,
+    | DoneAction
+    | MouseDownAction
+    | MouseUpAction
+    | HoldKeyAction,
     Field(discriminator="type"),
 ]
 """Any one action, selected by its ``type``."""
@@ -147,10 +189,23 @@ ACTION_MODELS: dict[str, type[StrictModel]] = {
     "key": KeyAction,
     "wait": WaitAction,
     "done": DoneAction,
+    "mouse_down": MouseDownAction,
+    "mouse_up": MouseUpAction,
+    "hold_key": HoldKeyAction,
 }
-"""Action type name to model, in the order the schema and messages list them."""
+"""Action type name to model: the function-mode types in the order the schema and messages
+list them, then the native-only types."""
 
-ACTION_TYPES: tuple[str, ...] = tuple(ACTION_MODELS)
+NATIVE_ONLY_ACTION_TYPES: tuple[str, ...] = ("mouse_down", "mouse_up", "hold_key")
+"""Types only a native computer tool produces (held buttons and keys). The ``computer_action``
+schema does not advertise them and :func:`~autocad_bench.actions.validation.validate_batch`
+accepts them only with ``native=True``."""
+
+ALL_ACTION_TYPES: tuple[str, ...] = tuple(ACTION_MODELS)
+"""Every type the broker can perform (function-mode types, then native-only ones)."""
+
+ACTION_TYPES: tuple[str, ...] = tuple(t for t in ACTION_MODELS if t not in NATIVE_ONLY_ACTION_TYPES)
+"""The function-mode types: exactly what the ``computer_action`` schema advertises."""
 
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 """Parses one wire action (a JSON object) into its model; raises ``ValidationError``."""

@@ -20,9 +20,11 @@ from autocad_bench.actions.keys import KEY_ALIASES, KEY_NAMES
 from autocad_bench.actions.models import (
     ACTION_ADAPTER,
     ACTION_TYPES,
+    ALL_ACTION_TYPES,
     MAX_CLICK_COUNT,
     MAX_WAIT_SECONDS,
     MOUSE_BUTTONS,
+    NATIVE_ONLY_ACTION_TYPES,
     Action,
     action_to_wire,
 )
@@ -49,7 +51,7 @@ class ValidatedBatch:
 
     @property
     def wait_seconds(self) -> float:
-        """Total time the batch spends in ``wait`` actions (to size the broker deadline)."""
+        """Total time the batch spends in ``wait`` and ``hold_key`` actions (to size the broker deadline)."""
         return sum(getattr(action, "seconds", 0.0) for action in self.actions)
 
     def to_wire(self) -> list[dict[str, object]]:
@@ -77,14 +79,18 @@ class BatchRejection:
 
 
 def validate_batch(
-    raw: object, display: DisplaySize, remaining_actions: int
+    raw: object, display: DisplaySize, remaining_actions: int, *, native: bool = False
 ) -> ValidatedBatch | BatchRejection:
     """Check the whole ``{"actions": [...]}`` object against every rule.
 
     ``display`` is the live desktop size (points must satisfy ``0 <= x < width`` and
     ``0 <= y < height``); ``remaining_actions`` is the rollout's unspent action budget,
-    which the batch length may not exceed. Returns a rejection listing every problem
-    found, in document order; never raises for malformed input.
+    which the batch length may not exceed. ``native`` admits the native-tool-only types
+    (``mouse_down``, ``mouse_up``, ``hold_key``; see
+    :data:`~autocad_bench.actions.models.NATIVE_ONLY_ACTION_TYPES`): the harness passes it for
+    a native tool mode model, the broker always (it performs whatever the harness
+    validated). Returns a rejection listing every problem found, in document order; never
+    raises for malformed input.
     """
     if not isinstance(raw, Mapping):
         return _reject(
@@ -120,7 +126,7 @@ def validate_batch(
         )
     last = len(items) - 1
     for index, item in enumerate(items):
-        problems.extend(_check_action(item, f"actions[{index}]", display, index == last))
+        problems.extend(_check_action(item, f"actions[{index}]", display, index == last, native))
     if problems:
         return _reject(problems)
     try:
@@ -137,19 +143,29 @@ def _reject(problems: Iterable[Problem]) -> BatchRejection:
 Checker = Callable[[object, str, DisplaySize], list[Problem]]
 
 
-def _check_action(item: object, path: str, display: DisplaySize, is_last: bool) -> list[Problem]:
+def _check_action(
+    item: object, path: str, display: DisplaySize, is_last: bool, native: bool
+) -> list[Problem]:
     if not isinstance(item, Mapping):
         return [Problem(path, f"must be an action object, got {_kind(item)}")]
+    types = _NATIVE_TYPE_LIST if native else _TYPE_LIST
     if "type" not in item:
         return [
-            Problem(_join("type", path), f"required field is missing; expected one of {_TYPE_LIST}")
+            Problem(_join("type", path), f"required field is missing; expected one of {types}")
         ]
     kind = item["type"]
+    if not native and kind in NATIVE_ONLY_ACTION_TYPES:
+        return [
+            Problem(
+                _join("type", path),
+                f"{kind} is only available in native tool mode; expected one of {types}",
+            )
+        ]
     if not isinstance(kind, str) or kind not in _FIELDS:
         return [
             Problem(
                 _join("type", path),
-                f"unknown action type {_show(kind)}; expected one of {_TYPE_LIST}",
+                f"unknown action type {_show(kind)}; expected one of {types}",
             )
         ]
     fields = _FIELDS[kind]
@@ -306,10 +322,14 @@ _FIELDS: dict[str, dict[str, Checker]] = {
     "key": {"keys": _keys},
     "wait": {"seconds": _seconds},
     "done": {},
+    "mouse_down": {"x": _X, "y": _Y, "button": _button},
+    "mouse_up": {"x": _X, "y": _Y, "button": _button},
+    "hold_key": {"keys": _keys, "seconds": _seconds},
 }
-assert tuple(_FIELDS) == ACTION_TYPES
+assert tuple(_FIELDS) == ALL_ACTION_TYPES
 
 _TYPE_LIST = ", ".join(ACTION_TYPES)
+_NATIVE_TYPE_LIST = ", ".join(ALL_ACTION_TYPES)
 
 
 def _is_int(value: object) -> bool:

@@ -338,7 +338,12 @@ class Pilot:
         turn = result.turn
         # Malformed responses answered inside the caller advance the turn index.
         index = result.observation.turn_index
-        validated = validate_batch(turn.action_input, self.assignment.display, self.budget.remaining_actions)
+        validated = validate_batch(
+            turn.action_input,
+            self.assignment.display,
+            self.budget.remaining_actions,
+            native=self.assignment.model.tool_mode == "native",
+        )
         self._record_turn(index, result, validated)
         provider_state = self.session.checkpoint() if self.session else None
         if isinstance(validated, BatchRejection):

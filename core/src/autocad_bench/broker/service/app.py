@@ -394,7 +394,9 @@ class BrokerService(Generic[D]):
                 )
             display = await self.driver.live_display()
             budget = self.max_actions - session.next_index if self.max_actions is not None else len(envelope.actions)
-            checked = validate_batch({"actions": envelope.actions}, display, budget)
+            # native=True: the broker performs every action type; the harness decides which
+            # types a model's tool mode may use.
+            checked = validate_batch({"actions": envelope.actions}, display, budget, native=True)
             if isinstance(checked, BatchRejection):
                 problems = checked.messages()
                 rejected: JsonObject = {

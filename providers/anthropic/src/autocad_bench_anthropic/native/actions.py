@@ -28,11 +28,17 @@ Sources for every name used here (all checked on 2026-12-02):
   ``triple_click`` to 20241022; 20251124 adds ``zoom``), scroll directions as wheel buttons,
   and ``key`` as an alternative name for click modifiers.
 
-Not mapped, answered as :meth:`NativeStep.unsupported`: actions that need the broker to
-hold state between calls or report back (``left_mouse_down``, ``left_mouse_up``,
-``hold_key``, ``cursor_position``, ``zoom``), clicks and scrolls without a ``coordinate``
-(the harness does not track the pointer), and modifier keys held during a click, drag or
-scroll (a ``key`` action presses and releases its chord at once, so it cannot wrap a click).
+``left_mouse_down``/``left_mouse_up`` become the native-only broker actions ``mouse_down``/
+``mouse_up`` (at ``coordinate`` if given, else at the last pointer position the session sent;
+a button may stay held between turns, the broker releases it before saving), ``hold_key``
+becomes ``hold_key`` (one chord, ``duration`` 0-10 s). ``cursor_position`` and ``zoom`` are
+answered by the session without broker input (:meth:`NativeStep.cursor` and
+:meth:`NativeStep.zoom_region`).
+
+Not mapped, answered as :meth:`NativeStep.unsupported`: clicks and scrolls without a
+``coordinate``, ``left_mouse_down``/``up`` without one while the pointer position is still
+unknown, and modifier keys held during a click, drag or scroll (a ``key`` action presses and
+releases its chord at once, so it cannot wrap a click).
 """
 
 from __future__ import annotations
@@ -50,8 +56,11 @@ from autocad_bench.actions.models import (
     Action,
     ClickAction,
     DragAction,
+    HoldKeyAction,
     KeyAction,
     MouseButton,
+    MouseDownAction,
+    MouseUpAction,
     MoveAction,
     ScrollAction,
     TypeAction,
@@ -78,7 +87,10 @@ MAX_NATIVE_WAIT_SECONDS = 100.0
 MAX_SCROLL_AMOUNT = 100
 """Largest ``scroll_amount`` in wheel clicks; far beyond any useful single scroll."""
 
-StepKind: TypeAlias = Literal["actions", "screenshot_only", "unsupported"]
+StepKind: TypeAlias = Literal["actions", "screenshot_only", "unsupported", "cursor_position", "zoom"]
+
+Region: TypeAlias = tuple[int, int, int, int]
+"""``(x0, y0, x1, y1)`` with ``x0 < x1`` and ``y0 < y1``."""
 
 
 class NativeActionError(ValueError):
@@ -94,14 +106,18 @@ class NativeStep:
     """What one native ``computer`` call asks the harness to do.
 
     ``kind`` is ``"actions"`` (send ``actions`` to the broker, then screenshot),
-    ``"screenshot_only"`` (no input; answer with a fresh frame) or ``"unsupported"`` (the
-    input is well-formed but the broker cannot perform it; ``message`` explains why and
-    goes back to the model as an ``is_error`` tool result).
+    ``"screenshot_only"`` (no input; answer with a fresh frame), ``"cursor_position"``
+    (answer with the pointer position the session last sent), ``"zoom"`` (answer with the
+    next frame cropped to ``region``, in screenshot coordinates, not yet checked against
+    the screenshot size) or ``"unsupported"`` (the input is well-formed but the broker
+    cannot perform it; ``message`` explains why and goes back to the model as an
+    ``is_error`` tool result).
     """
 
     kind: StepKind
     actions: list[dict[str, object]] = field(default_factory=list)
     message: str | None = None
+    region: Region | None = None
 
     @classmethod
     def run(cls, actions: list[dict[str, object]]) -> NativeStep:
@@ -114,6 +130,16 @@ class NativeStep:
     def screenshot(cls) -> NativeStep:
         """A step that only takes a fresh screenshot."""
         return cls("screenshot_only")
+
+    @classmethod
+    def cursor(cls) -> NativeStep:
+        """A step that reports the pointer position (no input)."""
+        return cls("cursor_position")
+
+    @classmethod
+    def zoom_region(cls, region: Region) -> NativeStep:
+        """A step that answers with the next frame cropped to ``region`` (screenshot pixels)."""
+        return cls("zoom", region=region)
 
     @classmethod
     def unsupported(cls, message: str) -> NativeStep:
@@ -145,8 +171,8 @@ _FIELDS: dict[str, frozenset[str]] = {
     "type": frozenset({"text"}),
     "cursor_position": frozenset(),
     "mouse_move": frozenset({"coordinate"}),
-    "left_mouse_down": frozenset(),
-    "left_mouse_up": frozenset(),
+    "left_mouse_down": frozenset({"coordinate"}),
+    "left_mouse_up": frozenset({"coordinate"}),
     **{name: frozenset({"coordinate", "text", "key"}) for name in _CLICKS},
     "left_click_drag": frozenset({"start_coordinate", "coordinate", "text"}),
     "scroll": frozenset({"coordinate", "scroll_direction", "scroll_amount", "text"}),
@@ -180,27 +206,6 @@ ACTIONS_BY_VERSION: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Every action name the model may send with each tool version."""
 
-_UNSUPPORTED: dict[str, str] = {
-    "left_mouse_down": (
-        "left_mouse_down is not available on this desktop; use left_click_drag with "
-        "start_coordinate and coordinate to drag"
-    ),
-    "left_mouse_up": (
-        "left_mouse_up is not available on this desktop; use left_click_drag with "
-        "start_coordinate and coordinate to drag"
-    ),
-    "hold_key": (
-        "hold_key is not available on this desktop; use the key action to press a key or combo"
-    ),
-    "cursor_position": (
-        "cursor_position is not available on this desktop; take a screenshot and read the "
-        "position from it, or move the pointer with mouse_move"
-    ),
-    "zoom": (
-        "zoom is not available on this desktop yet; take a screenshot instead"
-    ),
-}  # fmt: skip
-
 _SCROLL_DIRECTIONS: dict[str, tuple[int, int]] = {
     # (dx, dy) per wheel click; the wire's dy > 0 scrolls up and dx > 0 scrolls right.
     "up": (0, 1),
@@ -214,6 +219,7 @@ def map_computer_action(
     tool_input: Mapping[str, object],
     version: str,
     to_desktop: ToDesktop,
+    pointer: tuple[int, int] | None = None,
 ) -> NativeStep:
     """Map one ``computer`` tool input to the step the harness should take.
 
@@ -221,6 +227,8 @@ def map_computer_action(
     Coordinates arrive in the screenshot space the model sees and are converted with
     ``to_desktop(x, y)``, which returns desktop pixels; a :class:`ValueError` it raises
     (for a point outside the screenshot, say) becomes a :class:`NativeActionError`.
+    ``pointer`` is the last pointer position the session sent, in desktop pixels (None while
+    unknown); ``left_mouse_down``/``left_mouse_up`` without a coordinate act there.
 
     Returns a :class:`NativeStep`. Raises :class:`NativeActionError` for a malformed input:
     not an object, an unknown action, missing, extra or mistyped fields, out-of-range
@@ -237,12 +245,14 @@ def map_computer_action(
         shown = "missing" if action is None else repr(action) if isinstance(action, str) else _kind(action)
         raise NativeActionError(f"action is {shown}; it must be one of: {', '.join(allowed)}")
     fields = _check_fields(action, tool_input)
-    if action in _UNSUPPORTED:
-        return NativeStep.unsupported(_UNSUPPORTED[action])
     if action == "screenshot":
         return NativeStep.screenshot()
+    if action == "cursor_position":
+        return NativeStep.cursor()
+    if action == "zoom":
+        return NativeStep.zoom_region(_region(fields["region"]))
     try:
-        return _map(action, fields, to_desktop)
+        return _map(action, fields, to_desktop, pointer)
     except ValidationError as error:
         # The checks above should make this unreachable; keep the promise of one error type.
         raise NativeActionError(f"{action}: {error.errors()[0]['msg']}") from None
@@ -264,9 +274,26 @@ def _check_fields(action: str, tool_input: Mapping[str, object]) -> dict[str, ob
     return given
 
 
-def _map(action: str, fields: dict[str, object], to_desktop: ToDesktop) -> NativeStep:
+def _map(
+    action: str, fields: dict[str, object], to_desktop: ToDesktop, pointer: tuple[int, int] | None
+) -> NativeStep:
     if action == "key":
         return _key(fields)
+    if action == "hold_key":
+        return _hold_key(fields)
+    if action in ("left_mouse_down", "left_mouse_up"):
+        if "coordinate" in fields:
+            x, y = _point(fields["coordinate"], "coordinate", to_desktop)
+        elif pointer is not None:
+            x, y = pointer
+        else:
+            return NativeStep.unsupported(
+                f"{action} without a coordinate acts at the current pointer position, which is not "
+                "known yet; move the pointer with mouse_move first or send the coordinate"
+            )
+        if action == "left_mouse_down":
+            return _run(MouseDownAction(x=x, y=y, button="left"))
+        return _run(MouseUpAction(x=x, y=y, button="left"))
     if action == "type":
         return NativeStep.run(_type(_text(fields["text"], "text")))
     if action == "wait":
@@ -304,6 +331,37 @@ def _key(fields: dict[str, object]) -> NativeStep:
     except ValueError as error:
         raise NativeActionError(f"text: {error}") from None
     return _run(*(KeyAction(keys=chord) for _ in range(repeat) for chord in chords))
+
+
+def _hold_key(fields: dict[str, object]) -> NativeStep:
+    text = _text(fields["text"], "text")
+    duration = fields["duration"]
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        raise NativeActionError(f"duration must be a number of seconds, got {_kind(duration)}")
+    if not math.isfinite(duration) or not 0 < duration <= MAX_WAIT_SECONDS:
+        raise NativeActionError(
+            f"duration must be more than 0 and at most {MAX_WAIT_SECONDS:g} seconds, got {duration!r}"
+        )
+    try:
+        chords = parse_key_sequence(text)
+    except ValueError as error:
+        raise NativeActionError(f"text: {error}") from None
+    if len(chords) != 1:
+        raise NativeActionError(f"text must name one key or one combo such as 'shift' or 'ctrl+shift', got {text!r}")
+    return _run(HoldKeyAction(keys=chords[0], seconds=float(duration)))
+
+
+def _region(value: object) -> Region:
+    shape = "region must be [x0, y0, x1, y1]: four non-negative integers with x0 < x1 and y0 < y1"
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        raise NativeActionError(f"{shape}, got {_show(value)}")
+    items = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    if len(items) != 4:
+        raise NativeActionError(f"{shape}, got {_show(value)}")
+    x0, y0, x1, y1 = items
+    if min(x0, y0) < 0 or x0 >= x1 or y0 >= y1:
+        raise NativeActionError(f"{shape}, got {_show(value)}")
+    return (x0, y0, x1, y1)
 
 
 def _type(text: str) -> list[dict[str, object]]:

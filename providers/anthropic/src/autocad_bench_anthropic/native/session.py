@@ -26,6 +26,16 @@ Responses:
 * a ``screenshot`` request becomes ``{"type": "wait", "seconds": 0.1}``: it costs one
   action, because the broker captures a fresh frame after every batch and the model needs a
   batch to get one;
+* the session tracks the pointer position it last sent (the last point of every mapped
+  action that has one; unknown at the start, kept in the checkpoint). ``left_mouse_down``/
+  ``left_mouse_up`` without a coordinate act there. ``cursor_position`` costs the same 0.1 s
+  wait and its tool result is ``X=..., Y=...`` in screenshot coordinates (an ``is_error``
+  result while the position is unknown). The position is the one the harness sent: pointer
+  moves made by the application or a rejected batch are not seen;
+* ``zoom`` (``computer_20251124``, declared with ``enable_zoom``) costs the same 0.1 s wait;
+  its tool result image is the next frame cropped at desktop resolution to the region
+  (screenshot coordinates mapped to desktop pixels), scaled down only beyond Anthropic's
+  image limits, and written to ``native-zoom/`` in the rollout directory;
 * an ``unsupported`` action or a :class:`NativeActionError` makes the whole turn malformed
   (nothing runs); the next request answers that call with an ``is_error`` result carrying
   the message, and every other call of the reply with an ``is_error`` "not performed";
@@ -50,13 +60,14 @@ import copy
 import hashlib
 import io
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from autocad_bench.models import JsonObject
+from autocad_bench.models import ArtifactRef, JsonObject
 from autocad_bench.providers.geometry import (
     ANTHROPIC_MAX_LONG_EDGE,
     ANTHROPIC_MAX_PIXELS,
@@ -87,6 +98,7 @@ from autocad_bench_anthropic.native.actions import (
     BETA_HEADERS,
     TOOL_NAME,
     NativeActionError,
+    Region,
     map_computer_action,
     tool_definition,
 )
@@ -114,6 +126,12 @@ COMPUTER_TOOL_BY_MODEL: tuple[tuple[str, str], ...] = (
 
 SCREENSHOT_WAIT_SECONDS = 0.1
 """The wait that stands for a ``screenshot`` request (the broker screenshots after each batch)."""
+
+ZOOM_DIR = "native-zoom"
+"""Folder of the rollout directory that holds the cropped ``zoom`` images."""
+
+ZOOM_VERSION = "computer_20251124"
+"""The tool version that has ``zoom`` (declared with ``enable_zoom``)."""
 
 NOT_PERFORMED = "Not performed: another computer call in the same reply could not be performed."
 CUT_OFF = "the reply was cut off at max_tokens"
@@ -199,6 +217,10 @@ class PendingCall(BaseModel):
 
     id: str
     error: str | None = None
+    text: str | None = None
+    """The result text of a call answered by the session (``cursor_position``)."""
+    zoom: Region | None = None
+    """For ``zoom``: the desktop-pixel box ``(x0, y0, x1, y1)`` (end exclusive) to crop."""
 
 
 class NativeState(BaseModel):
@@ -210,6 +232,8 @@ class NativeState(BaseModel):
     committed_turns: int = Field(default=0, ge=0)
     malformed_turns: int = Field(default=0, ge=0)
     uncommitted_replies: int = Field(default=0, ge=0)
+    pointer: tuple[int, int] | None = None
+    """The last pointer position the session sent, in desktop pixels (None: unknown)."""
 
 
 class NativeAnthropicSession(ProviderSession):
@@ -300,7 +324,8 @@ class NativeAnthropicSession(ProviderSession):
             "model": self._model,
             "max_tokens": self._options.max_tokens,
             "system": self._system,
-            "tools": [tool_definition(self._version, shown.width, shown.height)],
+            "tools": [tool_definition(self._version, shown.width, shown.height,
+                                      enable_zoom=self._version == ZOOM_VERSION)],
             "messages": [e.render(self._store) for e in [*self._history, pending]],
             "betas": [BETA_HEADERS[self._version]],
             "cache_control": cache_control(),
@@ -328,8 +353,11 @@ class NativeAnthropicSession(ProviderSession):
             return Entry({"role": "user", "content": content})
         content = []
         for call in pending[:-1]:
-            result: Json = {"type": "tool_result", "tool_use_id": call.id,
-                            "content": [text_block(call.error or "Performed; the screenshot is in the last result.")]}
+            if call.error is None and (call.text is not None or call.zoom is not None):
+                blocks = self._answer_blocks(call, observation)
+            else:
+                blocks = [text_block(call.error or "Performed; the screenshot is in the last result.")]
+            result: Json = {"type": "tool_result", "tool_use_id": call.id, "content": blocks}
             if call.error is not None:
                 result["is_error"] = True
             content.append(result)
@@ -339,12 +367,70 @@ class NativeAnthropicSession(ProviderSession):
             parts.append(last.error)
         parts.append(observation.feedback or "The actions ran.")
         parts.append(self._desktop_text(observation))
+        answer = self._answer_blocks(last, observation) if last.error is None else []
         final: Json = {"type": "tool_result", "tool_use_id": last.id,
-                       "content": [text_block("\n".join(parts)), image_block(observation.frame)]}
+                       "content": [*answer, text_block("\n".join(parts)), image_block(observation.frame)]}
         if last.error is not None:
             final["is_error"] = True
         content.append(final)
         return Entry({"role": "user", "content": content})
+
+    def _answer_blocks(self, call: PendingCall, observation: Observation) -> list[Json]:
+        """The session's own answer to ``call``: its text and, for ``zoom``, the cropped frame."""
+        blocks: list[Json] = []
+        if call.text is not None:
+            blocks.append(text_block(call.text))
+        if call.zoom is not None:
+            x0, y0, x1, y1 = call.zoom
+            blocks.append(text_block(f"Zoomed view of desktop pixels x {x0}-{x1 - 1}, y {y0}-{y1 - 1} "
+                                     "(taken after this reply's actions ran):"))
+            blocks.append(image_block(self._zoom_image(observation.frame, call.zoom)))
+        return blocks
+
+    def _zoom_image(self, frame: ArtifactRef, box: Region) -> ArtifactRef:
+        """Crop ``frame`` to ``box`` (desktop pixels), shrink it to Anthropic's limits, store it.
+
+        The file name depends only on the frame and the box, so a resent request is identical.
+        """
+        from PIL import Image
+
+        root = self._request.rollout_dir
+        try:
+            data = (root / frame.path).read_bytes()
+        except OSError as error:
+            raise ArtifactIntegrityError(f"image {frame.path!r} cannot be read: {error.strerror or error}") from None
+        if hashlib.sha256(data).hexdigest() != frame.sha256:
+            raise ArtifactIntegrityError(f"image {frame.path!r} does not match its recorded sha256 checksum")
+        with Image.open(io.BytesIO(data)) as image:
+            crop = image.crop(box)
+            size = DisplaySize(width=crop.width, height=crop.height)
+            fitted = anthropic_geometry(size)
+            if not fitted.is_identity:
+                crop = crop.resize((fitted.shown.width, fitted.shown.height), Image.Resampling.LANCZOS)
+            buffer = io.BytesIO()
+            crop.save(buffer, format="PNG")
+        png = buffer.getvalue()
+        relative = f"{ZOOM_DIR}/{frame.sha256[:16]}-{'-'.join(map(str, box))}.png"
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(png)
+        return ArtifactRef(path=relative, sha256=hashlib.sha256(png).hexdigest(),
+                           width=crop.width, height=crop.height)
+
+    def _zoom_box(self, region: Region) -> Region:
+        """The desktop-pixel box (end exclusive) of a shown-screenshot ``region``."""
+        shown, desktop = self._geometry.shown, self._geometry.desktop
+        x0, y0, x1, y1 = region
+        if x1 > shown.width or y1 > shown.height:
+            raise NativeActionError(
+                f"region {list(region)} is outside the {shown.width}x{shown.height} screenshot; "
+                f"x1 may be at most {shown.width} and y1 at most {shown.height}"
+            )
+        left = math.floor(x0 * desktop.width / shown.width)
+        top = math.floor(y0 * desktop.height / shown.height)
+        right = max(left + 1, min(desktop.width, math.ceil(x1 * desktop.width / shown.width)))
+        bottom = max(top + 1, min(desktop.height, math.ceil(y1 * desktop.height / shown.height)))
+        return (left, top, right, bottom)
 
     def _ensure_client(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
@@ -395,9 +481,9 @@ class NativeAnthropicSession(ProviderSession):
             problem = f"the reply made no computer call (stop_reason={stop_reason})"
             errors = {}
         else:
-            actions, errors = self._map_calls(calls)
+            actions, errors, answers, pointer = self._map_calls(calls)
             if not errors:
-                self._commit(pending, blocks, ids, {}, malformed=False)
+                self._commit(pending, blocks, ids, {}, malformed=False, answers=answers, pointer=pointer)
                 return turn({"actions": actions})
             problem = "; ".join(errors.values())
             errors = {i: errors.get(i, NOT_PERFORMED) for i in ids}
@@ -407,9 +493,14 @@ class NativeAnthropicSession(ProviderSession):
             self._count_uncommitted()
         return turn(None, problem)
 
-    def _map_calls(self, calls: list[Json]) -> tuple[list[JsonValue], dict[str, str]]:
+    def _map_calls(
+        self, calls: list[Json]
+    ) -> tuple[list[JsonValue], dict[str, str], dict[str, PendingCall], tuple[int, int] | None]:
+        """The batch, the errors by call id, the session's own answers by call id, the pointer after."""
         actions: list[JsonValue] = []
         errors: dict[str, str] = {}
+        answers: dict[str, PendingCall] = {}
+        pointer = self._state.pointer
         for call in calls:
             call_id = str(call.get("id"))
             if call.get("name") != TOOL_NAME:
@@ -417,27 +508,42 @@ class NativeAnthropicSession(ProviderSession):
                 continue
             tool_input: Any = call.get("input")
             try:
-                step = map_computer_action(tool_input, self._version, self._to_desktop)
+                step = map_computer_action(tool_input, self._version, self._to_desktop, pointer)
+                if step.kind == "zoom":
+                    assert step.region is not None
+                    answers[call_id] = PendingCall(id=call_id, zoom=self._zoom_box(step.region))
             except NativeActionError as error:
                 errors[call_id] = str(error)
                 continue
             if step.kind == "unsupported":
                 errors[call_id] = step.message or "this action is not available on this desktop"
-            elif step.kind == "screenshot_only":
+            elif step.kind == "cursor_position":
+                if pointer is None:
+                    errors[call_id] = ("the pointer position is not known yet; move the pointer with mouse_move "
+                                       "or click somewhere first")
+                    continue
+                x, y = self._geometry.to_shown(*pointer)
+                answers[call_id] = PendingCall(id=call_id, text=f"X={x}, Y={y}")
+                actions.append({"type": "wait", "seconds": SCREENSHOT_WAIT_SECONDS})
+            elif step.kind in ("screenshot_only", "zoom"):
                 actions.append({"type": "wait", "seconds": SCREENSHOT_WAIT_SECONDS})
             else:
                 actions.extend(_json_actions(step.actions))
-        return actions, errors
+                pointer = _last_point(step.actions) or pointer
+        return actions, errors, answers, pointer
 
     def _commit(self, pending: Entry, blocks: list[Json], ids: list[str], errors: dict[str, str], *,
-                malformed: bool) -> None:
+                malformed: bool, answers: dict[str, PendingCall] | None = None,
+                pointer: tuple[int, int] | None = None) -> None:
         self._history = [*self._history, pending, Entry({"role": "assistant", "content": blocks})]
         state = self._state
+        answers = answers or {}
         self._state = NativeState(
-            pending=tuple(PendingCall(id=i, error=errors.get(i)) for i in ids),
+            pending=tuple(answers.get(i) or PendingCall(id=i, error=errors.get(i)) for i in ids),
             committed_turns=state.committed_turns + 1,
             malformed_turns=state.malformed_turns + (1 if malformed else 0),
             uncommitted_replies=state.uncommitted_replies,
+            pointer=state.pointer if malformed else pointer,
         )
         self._store.retain([s for e in self._history for s in e.image_shas()])
 
@@ -469,6 +575,20 @@ class NativeAnthropicSession(ProviderSession):
         self._version = version
         self._geometry = ScreenGeometry(self._request.display, shown)
         self._history = [Entry(dict(copy.deepcopy(m))) for m in messages if isinstance(m, dict)]
+
+
+def _last_point(actions: list[dict[str, object]]) -> tuple[int, int] | None:
+    """Where ``actions`` (wire form) leave the pointer: the last point any of them names."""
+    point: tuple[int, int] | None = None
+    for action in actions:
+        x, y, path = action.get("x"), action.get("y"), action.get("path")
+        if isinstance(x, int) and isinstance(y, int):
+            point = (x, y)
+        elif isinstance(path, list | tuple) and path:
+            last = path[-1]
+            if isinstance(last, list | tuple) and len(last) == 2 and all(isinstance(v, int) for v in last):
+                point = (int(last[0]), int(last[1]))
+    return point
 
 
 def _json_actions(actions: list[dict[str, object]]) -> list[JsonValue]:
