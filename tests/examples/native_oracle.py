@@ -39,7 +39,6 @@ from urllib.parse import urlparse
 
 from anthropic.types import ModelInfo
 from anthropic.types.beta import BetaMessage, BetaTextBlock, BetaToolUseBlock, BetaUsage
-from autocad_bench_openai.native.session import openai_geometry
 from openai.types import CompletionUsage, Model
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
@@ -56,8 +55,10 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 from autocad_bench.actions.models import ACTION_ADAPTER, action_to_wire
 from autocad_bench.actions.xdotool import key_name
 from autocad_bench.providers.geometry import QWEN25_VL_FACTOR, ScreenGeometry
+from autocad_bench.providers.grammar import load_grammar
 from autocad_bench.providers.models import DisplaySize
 from autocad_bench_anthropic.native.session import anthropic_geometry
+from autocad_bench_openai.native.session import openai_geometry
 
 REPO = Path(__file__).resolve().parents[2]
 EVALUATOR = REPO / "evaluator" / "src" / "autocad_bench_evaluator"
@@ -317,7 +318,7 @@ def openai_response(index: int, actions: list[dict[str, Any]] | None, model: str
     if actions is not None:
         output.append(ResponseComputerToolCall(
             id=f"cu_oracle_{index}", call_id=f"call_oracle_{index}", type="computer_call", status="completed",
-            pending_safety_checks=[], actions=actions))  # type: ignore[arg-type]  # validated into the SDK union
+            pending_safety_checks=[], actions=actions))  # dicts, validated into the SDK action union
     response = Response(
         id=f"resp_oracle_{index}", object="response", created_at=time.time(), model=model, status="completed",
         output=output, parallel_tool_calls=False, tool_choice="auto", tools=[ComputerTool(type="computer")],
@@ -572,6 +573,8 @@ class FakeServer:
     errors: list[str] = field(default_factory=list)
     answered: list[int] = field(default_factory=list)
     url: str = ""
+    system: str | None = None
+    """The system message a grammar session must send (its grammar's instructions), if checked."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handle(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
@@ -654,6 +657,9 @@ def chat_route(server: FakeServer, method: str, path: str, body: dict[str, Any],
         server.fail(f"unexpected request {method} {path}")
     if body.get("tools"):
         server.fail("a native grammar session must not send tools")
+    messages = body.get("messages") or [{}]
+    if server.system is not None and messages[0] != {"role": "system", "content": server.system}:
+        server.fail(f"the system message is not the grammar's instructions for the oracle's frame: {messages[0]}")
     index = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
     if index >= len(server.replies):
         server.fail(f"request {index + 1} is past the script's {len(server.replies)} turns")
@@ -729,11 +735,14 @@ def openai_server(task_id: str, model: str, desktop: DisplaySize = DESKTOP) -> F
 
 
 def grammar_server(grammar: str) -> Callable[[str, str], FakeServer]:
-    """A ``make(task_id, model)`` serving one task's solution in the open-weight ``grammar``."""
+    """A ``make(task_id, model)`` serving one task's solution in the open-weight ``grammar``; the
+    server also checks that the session teaches the grammar in the oracle's frame (so a
+    ``server_resize`` the session ignored would be refused, not silently absorbed)."""
 
     def make(task_id: str, model: str, desktop: DisplaySize = DESKTOP) -> FakeServer:
         geometry = uitars_geometry(desktop) if grammar == "uitars" else grammar_frame(grammar, desktop)
         replies = [grammar_reply(grammar, i, turn, geometry) for i, turn in enumerate(load_solution(task_id))]
-        return FakeServer(replies=replies, route=chat_route, model=model)
+        return FakeServer(replies=replies, route=chat_route, model=model,
+                          system=load_grammar(grammar).instructions(geometry))
 
     return make

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_openai.native.actions import map_computer_action as map_openai_action
-from autocad_bench_openai.native.session import default_variant, openai_geometry
 
 from autocad_bench.providers.grammar import load_grammar
 from autocad_bench_anthropic.native.actions import map_computer_action
 from autocad_bench_anthropic.native.session import DEFAULT_COMPUTER_TOOL, anthropic_geometry
+from autocad_bench_openai.native.actions import map_computer_action as map_openai_action
+from autocad_bench_openai.native.session import default_variant, openai_geometry
 from autocad_bench_openweight.session import grammar_geometry
 from tests.examples.native_oracle import (
     DESKTOP,

@@ -149,8 +149,7 @@ def test_every_internal_dependency_is_pinned_in_the_built_metadata(wheels: Path)
             specifier = requirement.specifier
             if not specifier or not specifier.contains(version):
                 unpinned.append(f"{wheel.name}: {line}")
-            elif wheel.name.startswith("autocad_bench-") and requirement.marker is not None:
-                # core's extras name exactly its own release
-                if str(specifier) != f"=={version}":
-                    unpinned.append(f"{wheel.name}: {line} (an extra must pin =={version})")
+            elif (wheel.name.startswith("autocad_bench-") and requirement.marker is not None
+                  and str(specifier) != f"=={version}"):  # core's extras name exactly its own release
+                unpinned.append(f"{wheel.name}: {line} (an extra must pin =={version})")
     assert unpinned == []

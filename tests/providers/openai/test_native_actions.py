@@ -6,6 +6,11 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 import pytest
+from openai.types.responses import ComputerToolParam, ComputerUsePreviewToolParam
+from openai.types.responses.computer_action import ComputerAction
+from openai.types.responses.response_computer_tool_call import ActionClick
+
+from autocad_bench.actions.models import ACTION_ADAPTER
 from autocad_bench_openai.native import NativeActionError, NativeStep, map_computer_action, tool_definition
 from autocad_bench_openai.native.actions import (
     ACTION_TYPES,
@@ -14,11 +19,6 @@ from autocad_bench_openai.native.actions import (
     keypress_chord,
     scroll_clicks,
 )
-from openai.types.responses import ComputerToolParam, ComputerUsePreviewToolParam
-from openai.types.responses.computer_action import ComputerAction
-from openai.types.responses.response_computer_tool_call import ActionClick
-
-from autocad_bench.actions.models import ACTION_ADAPTER
 
 
 def double(x: int, y: int) -> tuple[int, int]:

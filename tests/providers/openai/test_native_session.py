@@ -13,13 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_openai.native.session import (
-    INCLUDE,
-    NativeOpenAISession,
-    default_variant,
-    openai_geometry,
-)
-from autocad_bench_openai.provider import OpenaiProvider
 from openai.types.responses import (
     ComputerToolParam,
     ComputerUsePreviewToolParam,
@@ -50,6 +43,13 @@ from autocad_bench.providers.models import (
 )
 from autocad_bench.testing.fake_broker import png_frame
 from autocad_bench.testing.wire import Reply, ResponsesWire
+from autocad_bench_openai.native.session import (
+    INCLUDE,
+    NativeOpenAISession,
+    default_variant,
+    openai_geometry,
+)
+from autocad_bench_openai.provider import OpenaiProvider
 
 DESKTOP = DisplaySize(width=1920, height=1080)
 SECRET = "sk-native-test-5d1c8e7f0a9b"

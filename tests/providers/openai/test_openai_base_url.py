@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions, resolve_base_url
-from autocad_bench_openai.provider import CONNECT_TIMEOUT_S, OpenaiProvider
 
 from autocad_bench.providers.models import Credentials, ModelSpec
 from autocad_bench.testing.wire import ResponsesWire
+from autocad_bench_openai.options import DEFAULT_BASE_URL, OpenaiOptions, resolve_base_url
+from autocad_bench_openai.provider import CONNECT_TIMEOUT_S, OpenaiProvider
 from tests.providers.openai.pilot_support import DONE, MOVE, run_pilot
 
 CREDENTIAL = "OPENAI_API_KEY"

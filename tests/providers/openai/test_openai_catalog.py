@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from autocad_bench_openai.provider import OpenaiProvider
 
 from autocad_bench.providers.models import Credentials, ModelSpec
 from autocad_bench.testing.wire import ResponsesWire
+from autocad_bench_openai.provider import OpenaiProvider
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from autocad_bench_openai.provider import OpenaiProvider
 
 from autocad_bench.providers.models import ModelSpec
 from autocad_bench.testing import ProviderConformance
 from autocad_bench.testing.wire import ResponsesWire, WireServer
+from autocad_bench_openai.provider import OpenaiProvider
 
 
 class TestOpenaiConformance(ProviderConformance):

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autocad_bench_openai.provider import OpenaiProvider
 
 from autocad_bench.actions.schema import computer_action_schema
 from autocad_bench.providers.models import ModelSpec
 from autocad_bench.testing.wire import ResponsesWire
+from autocad_bench_openai.provider import OpenaiProvider
 from tests.providers.openai.pilot_support import (
     DONE,
     MOVE,

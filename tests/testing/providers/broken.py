@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from autocad_bench_openai.provider import OpenaiProvider
-
 from autocad_bench.errors import Problem
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.models import (
@@ -26,6 +24,7 @@ from autocad_bench.providers.models import (
 )
 from autocad_bench.providers.session import ProviderSession
 from autocad_bench.retry.caller import is_well_formed
+from autocad_bench_openai.provider import OpenaiProvider
 
 
 class FaultySession(ProviderSession):

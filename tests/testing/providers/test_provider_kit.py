@@ -15,7 +15,6 @@ import pytest
 from autocad_bench_bedrock.provider import BedrockProvider
 from autocad_bench_fireworks.provider import FireworksProvider
 from autocad_bench_mantle.provider import MantleProvider
-from autocad_bench_openai.provider import OpenaiProvider
 from autocad_bench_openrouter.provider import OpenrouterProvider
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +31,7 @@ from autocad_bench.testing.provider_conformance import (
     TOOL_SCHEMA,
 )
 from autocad_bench_anthropic.provider import AnthropicProvider
+from autocad_bench_openai.provider import OpenaiProvider
 
 pytest_plugins = ["pytester"]
 
