@@ -226,6 +226,13 @@ def test_the_smoke_solutions_score_1_through_the_uitars_grammar(tmp_path: Path) 
         servers = _serve_all(stack, "uitars", uitars_server, model)
         out = _run_example(tmp_path, "vllm-uitars.json", {t: f"{s.url}/v1" for t, s in servers.items()}, {})
     _assert_all_scored(out, servers, "uitars")
+    # A self-hosted model is free unless its options price it, and the plan says so (it is
+    # never billed at the price table's fallback, a cloud model's rates).
+    warnings = json.loads((out / "admission.json").read_text())["warnings"]
+    assert any(f"openweight/{model} is billed at the rates its provider_options declare" in w and "free" in w
+               for w in warnings), warnings
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(r["token_cost_usd"] == 0 for r in summary["rollouts"]), summary["rollouts"]
 
 
 @pytest.mark.integration

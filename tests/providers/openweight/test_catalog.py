@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+from pathlib import Path
 
 from autocad_bench.providers.models import Credentials, ModelSpec
 from autocad_bench_openweight.provider import OpenWeightProvider
@@ -31,3 +34,28 @@ def test_a_server_that_does_not_answer_makes_the_model_unavailable() -> None:
         port = closed.getsockname()[1]
     (entry,) = OpenWeightProvider().check_model_catalog([spec(f"http://127.0.0.1:{port}", "m")], Credentials({}))
     assert not entry.available and "did not answer (APIConnectionError)" in entry.reason
+
+
+def test_the_plan_bills_a_priced_server_at_its_declared_rates(tmp_path: Path) -> None:
+    """A per-token price in the options reaches the plan's pricing check and warnings."""
+    from tests.examples.test_native_oracle import example_config
+
+    config = example_config("vllm-uitars.json")
+    model = config["rollouts"][0]["model"]
+    with serving(FakeServer(replies=[], route=chat_route, model=model)) as fake:
+        for rollout in config["rollouts"]:
+            rollout["provider_options"].update(base_url=fake.url + "/v1", usd_per_million_input_tokens=0.2,
+                                               usd_per_million_output_tokens=0.8)
+        path = tmp_path / "batch.json"
+        path.write_text(json.dumps(config))
+        result = subprocess.run(["autocad-bench-batch", "--config", str(path)], capture_output=True, text=True,
+                                timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    pricing = next(c for c in report["checks"] if c["name"] == "pricing")
+    assert pricing["passed"] and pricing["details"]["fallback_priced"] == []
+    assert report["warnings"] == [
+        f"openweight/{model} is billed at the rates its provider_options declare: input $0.2, cached input $0.2, "
+        "cache write $0.2, output $0.8 per million tokens"]
+    catalog = [c for c in report["checks"] if "catalog" in c["name"]]
+    assert catalog and all(c["passed"] for c in catalog), catalog

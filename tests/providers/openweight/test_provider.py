@@ -131,7 +131,7 @@ def test_valid_specs_are_admitted() -> None:
     assert problems(spec()) == {}
     assert problems(spec(tool_mode="function")) == {}
     assert problems(spec(grammar="qwen3-computer-use", coordinates="normalized_1000",
-                         usd_per_gpu_hour=2.5, gpus=2, api_key_env="VLLM_KEY")) == {}
+                         usd_per_million_output_tokens=2.5, api_key_env="VLLM_KEY")) == {}
 
 
 def test_unknown_grammar_lists_installed_names() -> None:
@@ -161,8 +161,19 @@ def test_bad_base_url_is_located(options: dict[str, Any]) -> None:
 def test_other_option_problems_are_located() -> None:
     assert list(problems(spec(speed="fast"))) == [f"{LOCATION}.provider_options.speed"]
     assert list(problems(spec(coordinates="sideways"))) == [f"{LOCATION}.provider_options.coordinates"]
-    both = problems(spec(usd_per_gpu_hour=1.0, usd_per_million_input_tokens=0.2))
-    assert list(both) == [f"{LOCATION}.provider_options"]
+    gpu = problems(spec(usd_per_gpu_hour=1.0))
+    assert list(gpu) == [f"{LOCATION}.provider_options.usd_per_gpu_hour"]
+    negative = problems(spec(usd_per_million_input_tokens=-1))
+    assert list(negative) == [f"{LOCATION}.provider_options.usd_per_million_input_tokens"]
+
+
+def test_the_declared_price_is_the_options_rates_and_free_by_default() -> None:
+    provider = OpenWeightProvider()
+    free = provider.declared_price(spec())
+    assert free is not None and (free.input, free.cached_input, free.output) == (0, 0, 0)
+    priced = provider.declared_price(spec(usd_per_million_input_tokens=0.2, usd_per_million_output_tokens=0.8))
+    assert priced is not None and (str(priced.input), str(priced.cached_input), str(priced.output)) == (
+        "0.2", "0.2", "0.8")
 
 
 def test_credential_names_follow_api_key_env(tmp_path: Path) -> None:

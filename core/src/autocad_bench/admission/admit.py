@@ -30,7 +30,7 @@ from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig, RolloutEntry
 from autocad_bench.config.secrets import literal_credentials
 from autocad_bench.config.trials import PlannedRollout, active_entries
-from autocad_bench.costs.pricing import ModelPrice, PricingError, load_pricing, price_for
+from autocad_bench.costs.pricing import ModelPrice, PricingError, load_pricing, price_for, with_declared_prices
 from autocad_bench.errors import ConfigError, PluginError, Problem, missing_extra_message
 from autocad_bench.evaluators import GoldCacheCheckRequest, select_evaluator
 from autocad_bench.infrastructure.models import (
@@ -65,6 +65,8 @@ class Admission:
     backend: PluginHandle
     providers: dict[str, PluginHandle] = field(default_factory=dict)
     credential_names: dict[str, list[str]] = field(default_factory=dict)
+    declared_prices: dict[str, ModelPrice] = field(default_factory=dict)
+    """Rates providers declared for their models (:meth:`ModelProvider.declared_price`)."""
 
 
 def model_spec(entry: RolloutEntry, base_dir: Path | None = None) -> ModelSpec:
@@ -131,7 +133,8 @@ def admit(
         for c in preflight.checks
     )
     checks.extend(_catalog(loaded, enabled, providers, environ, names, options))
-    pricing_check, warnings = _pricing(loaded, enabled, environ)
+    declared = _declared_prices(entries, providers, loaded.path.parent)
+    pricing_check, warnings = _pricing(loaded, enabled, environ, declared)
     checks.append(pricing_check)
     passed = all(c.passed for c in checks)
     report = PlanReport(
@@ -158,7 +161,8 @@ def admit(
             for r in planned
         ],
     )
-    return Admission(report=report, backend=backend, providers=providers, credential_names=names)
+    return Admission(report=report, backend=backend, providers=providers, credential_names=names,
+                     declared_prices={model: price for model, (_, price) in declared.items()})
 
 
 # --- step 2 ------------------------------------------------------------------------------
@@ -543,15 +547,39 @@ def describe_rates(price: ModelPrice) -> str:
     return text
 
 
-def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout],
-             environ: Mapping[str, str]) -> tuple[AdmissionCheck, list[str]]:
+def _declared_prices(entries: list[tuple[int, RolloutEntry]], providers: Mapping[str, PluginHandle],
+                     base_dir: Path) -> dict[str, tuple[str, ModelPrice]]:
+    """Model id -> (provider, rates) for every model whose provider declares its price."""
+    declared: dict[str, tuple[str, ModelPrice]] = {}
+    for _, entry in entries:
+        handle = providers.get(entry.provider)
+        declare = getattr(handle.plugin, "declared_price", None) if handle is not None else None
+        if declare is None or entry.model in declared:
+            continue
+        price = declare(model_spec(entry, base_dir))
+        if isinstance(price, ModelPrice):
+            declared[entry.model] = (entry.provider, price)
+    return declared
+
+
+def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout], environ: Mapping[str, str],
+             declared: Mapping[str, tuple[str, ModelPrice]] | None = None) -> tuple[AdmissionCheck, list[str]]:
     """Which price every enabled model is billed at; a warning per model that is not in the
-    price table and so is billed at the conservative fallback (the highest listed rates)."""
+    price table and so is billed at the conservative fallback (the highest listed rates), and
+    one per model billed at the rates its provider declared from the rollout's options."""
+    declared = declared or {}
     try:
-        prices = load_pricing(environ, pinned=loaded.config.pricing)
+        prices = with_declared_prices(load_pricing(environ, pinned=loaded.config.pricing),
+                                      {model: price for model, (_, price) in declared.items()})
     except PricingError as error:
         return AdmissionCheck(step=8, name="pricing", passed=False,
                               reason="; ".join(str(p) for p in error.problems)), []
+    declared_warnings = [f"{provider}/{model} is billed at the rates its provider_options declare: "
+                         f"{describe_rates(price)}"
+                         + (" (free: a self-hosted model's GPU time is not counted unless you set a price)"
+                            if price.input == 0 and price.output == 0 else "")
+                         for model, (provider, price) in declared.items()
+                         if any(r.model == model for r in enabled)]
     models = list(dict.fromkeys((r.provider, r.model) for r in enabled))
     fallback: list[tuple[str, str]] = []
     for provider, model in models:
@@ -560,8 +588,10 @@ def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout],
     source = "the pinned $.pricing" if loaded.config.pricing is not None else "the price table"
     if not fallback:
         return AdmissionCheck(step=8, name="pricing", passed=True,
-                              reason=f"every model is listed in {source} (as of {prices.as_of})",
-                              details={"as_of": prices.as_of.isoformat(), "fallback_priced": []}), []
+                              reason=f"every model is listed in {source} (as of {prices.as_of})"
+                                     + (f" or priced by its provider's options ({len(declared_warnings)})"
+                                        if declared_warnings else ""),
+                              details={"as_of": prices.as_of.isoformat(), "fallback_priced": []}), declared_warnings
     rates = price_for(fallback[0][1], prices).price
     described = describe_rates(rates)
     where = "$.pricing" if loaded.config.pricing is not None else "AUTOCAD_BENCH_PRICING_JSON"
@@ -576,4 +606,5 @@ def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout],
         "fallback_priced": [f"{p}/{m}" for p, m in fallback],
         "fallback_rate": rates.model_dump(mode="json"),
     }
-    return AdmissionCheck(step=8, name="pricing", passed=True, reason=reason, details=details), warnings
+    return AdmissionCheck(step=8, name="pricing", passed=True, reason=reason, details=details), \
+        declared_warnings + warnings

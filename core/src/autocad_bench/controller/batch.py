@@ -53,6 +53,7 @@ from autocad_bench.controller.summary import (
 from autocad_bench.controller.turns import TurnFeed
 from autocad_bench.costs import PricingContract, hourly_rate, infrastructure_cost, load_pricing
 from autocad_bench.costs.concurrency import ActiveRolloutRegistry
+from autocad_bench.costs.pricing import with_declared_prices
 from autocad_bench.events import BatchEvent, RolloutState, RolloutStateEvent
 from autocad_bench.harness.assignment import PilotAssignment
 from autocad_bench.harness.layout import BatchPaths, RolloutPaths
@@ -104,7 +105,8 @@ class BatchRunner:
         self.host = host
         self.environ = environ
         self.batch_id = batch_id or new_batch_id(output_dir)
-        self.prices: PricingContract = load_pricing(environ, pinned=self.config.pricing)
+        self.prices: PricingContract = with_declared_prices(load_pricing(environ, pinned=self.config.pricing),
+                                                            admission.declared_prices)
         self.planned = loaded.planned_rollouts()
         self.enabled = [r for r in self.planned if r.enabled]
         self._stop = threading.Event()

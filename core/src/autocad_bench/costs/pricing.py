@@ -202,6 +202,17 @@ def merge_pricing(base: PricingContract, override: Any, *, source: str) -> Prici
         raise PricingError(Problem(f"{source} {json_path(err['loc'])}", err["msg"]) for err in exc.errors()) from exc
 
 
+def with_declared_prices(prices: PricingContract, declared: Mapping[str, ModelPrice]) -> PricingContract:
+    """``prices`` plus the rates providers declared for their rollouts' models.
+
+    A declared rate is the operator's own statement in the rollout's ``provider_options``
+    (a self-hosted model's price per token), so it wins over a table entry of the same id.
+    """
+    if not declared:
+        return prices
+    return prices.model_copy(update={"models": {**prices.models, **declared}})
+
+
 def price_for(model: str, prices: PricingContract) -> ResolvedPrice:
     """The rates for ``model``: its listed entry, else the conservative fallback (flagged)."""
     listed = prices.models.get(model)

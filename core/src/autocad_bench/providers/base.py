@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from autocad_bench.costs.pricing import ModelPrice
 from autocad_bench.errors import Problem
 from autocad_bench.hookspecs import PROVIDER_HOOKS, hookimpl
 from autocad_bench.plugins.base import PluginBase
@@ -79,6 +80,16 @@ class ModelProvider(PluginBase, abc.ABC):
         instance; locate problems under ``location`` (``{location}.model``,
         ``{location}.provider_options.<key>``)."""
         return []
+
+    def declared_price(self, model: ModelSpec) -> ModelPrice | None:
+        """The rates of ``model`` as its configuration states them, or ``None`` (the default).
+
+        For providers whose cost is the operator's own (a self-hosted server): admission adds
+        the returned rates to the batch's price table for that model id, says so in a plan
+        warning, and every response is billed at them. Called after the options validated;
+        must not raise for valid options.
+        """
+        return None
 
     def parse_options(self, model: ModelSpec) -> Any:
         """The :attr:`options_model` instance of ``model.options``.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.providers.grammar import CoordinateConvention
 from autocad_bench.providers.models import ModelSpec
@@ -51,17 +51,11 @@ class OpenWeightOptions(BaseModel):
     max_image_base64_bytes: int = Field(default=10_000_000, ge=64 * 1024, le=1_000_000_000)
     summary_outcomes: int = Field(default=16, ge=1, le=64)
     telemetry: bool = True
-    usd_per_gpu_hour: float = Field(default=0.0, ge=0)
-    gpus: int = Field(default=1, ge=1, le=1024)
-    usd_per_million_input_tokens: float = Field(default=0.0, ge=0)
-    usd_per_million_output_tokens: float = Field(default=0.0, ge=0)
-
-    @model_validator(mode="after")
-    def _one_pricing(self) -> OpenWeightOptions:
-        per_token = self.usd_per_million_input_tokens or self.usd_per_million_output_tokens
-        if self.usd_per_gpu_hour and per_token:
-            raise ValueError("price the server per GPU hour or per million tokens, not both")
-        return self
+    usd_per_million_input_tokens: float = Field(
+        default=0.0, ge=0, description="what the server's time costs, spread per million input tokens "
+        "(cached input is billed at the same rate); 0 = free, said in a plan warning")
+    usd_per_million_output_tokens: float = Field(default=0.0, ge=0,
+                                                 description="the same per million output tokens")
 
 
 def parse_options(model: ModelSpec) -> OpenWeightOptions:

@@ -16,14 +16,17 @@ modes:
 
 Admission refuses an unknown grammar (listing the installed ones), a grammar that does not
 fit the tool mode, and a coordinate override in ``function`` mode (the tool schema is in
-desktop pixels). Cost is not computed here: the harness prices reported token usage from
-its pricing table; the ``usd_per_*`` options are only recorded with the configuration.
+desktop pixels). Cost: the provider declares the options' per-token rates
+(:meth:`OpenWeightProvider.declared_price`, $0 unless set) and the harness bills the server's
+reported ``usage`` at them; the plan says so in a warning.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, ClassVar
 
+from autocad_bench.costs.pricing import ModelPrice
 from autocad_bench.errors import PluginError, Problem
 from autocad_bench.providers.base import ModelProvider
 from autocad_bench.providers.grammar import CoordinateConvention, grammar_names, load_grammar
@@ -78,6 +81,14 @@ class OpenWeightProvider(ModelProvider):
             except PluginError as error:
                 problems.append(Problem(f"{where}.grammar", str(error)))
         return problems
+
+    def declared_price(self, model: ModelSpec) -> ModelPrice | None:
+        """The per-token rates the options state (both $0 unless set): a self-hosted model is
+        never billed at the price table's fallback, which would be a cloud model's rates."""
+        options = parse_options(model)
+        input_rate = Decimal(str(options.usd_per_million_input_tokens))
+        return ModelPrice(input=input_rate, cached_input=input_rate, cache_write=input_rate,
+                          output=Decimal(str(options.usd_per_million_output_tokens)))
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Ask each server for its model list (``GET {base_url}/models``, SDK retries off).
