@@ -113,7 +113,19 @@ def test_duplicate_assignment(tmp_path: Path, env: tuple[str, str]) -> None:
     code, _, err = run(["--config", str(write(tmp_path, config))])
     assert code == 2
     assert err.strip() == (f"error: {tmp_path}/batch.json: $.rollouts[1]: duplicate assignment task 't1' / "
-                           "provider 'scripted' / model 'replay' (first at $.rollouts[0])")
+                           "provider 'scripted' / model 'replay' / tool mode 'function' (first at $.rollouts[0])")
+
+
+def test_one_model_in_two_tool_modes_is_two_assignments(tmp_path: Path) -> None:
+    from autocad_bench.admission.admit import _unique_assignments
+    from autocad_bench.config.loading import load_config
+    from autocad_bench.config.trials import active_entries
+
+    config = pool_config(["http://127.0.0.1:9"], tmp_path / "l")
+    config["rollouts"][1]["task_id"] = "t1"
+    config["rollouts"][1]["tool_mode"] = "native"
+    loaded = load_config(write(tmp_path, config))
+    assert _unique_assignments(loaded, active_entries(loaded.planned_rollouts())) == []
 
 
 def test_expected_count_and_allow_partial(tmp_path: Path, env: tuple[str, str]) -> None:

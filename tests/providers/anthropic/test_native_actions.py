@@ -51,6 +51,19 @@ def wire(tool_input: Mapping[str, object], version: str = "computer_20250124") -
 
 # Every action both versions accept, with its exact wire translation. "zoom" is only in 20251124.
 MAPPED_CASES: list[tuple[dict[str, object], list[dict[str, object]]]] = [
+    (
+        {"action": "left_mouse_down", "coordinate": [3, 4]},
+        [{"type": "mouse_down", "x": 6, "y": 8, "button": "left"}],
+    ),
+    (
+        {"action": "left_mouse_up", "coordinate": [5, 6]},
+        [{"type": "mouse_up", "x": 10, "y": 12, "button": "left"}],
+    ),
+    ({"action": "hold_key", "text": "shift", "duration": 1}, [{"type": "hold_key", "keys": ["shift"], "seconds": 1.0}]),
+    (
+        {"action": "hold_key", "text": "ctrl+shift", "duration": 2.5},
+        [{"type": "hold_key", "keys": ["ctrl", "shift"], "seconds": 2.5}],
+    ),
     ({"action": "key", "text": "ctrl+s"}, [{"type": "key", "keys": ["ctrl", "s"]}]),
     ({"action": "key", "text": "Return"}, [{"type": "key", "keys": ["enter"]}]),
     (
@@ -152,10 +165,8 @@ def test_screenshot_takes_no_input(version: str) -> None:
 
 
 UNSUPPORTED_CASES: list[tuple[dict[str, object], str]] = [
-    ({"action": "left_mouse_down"}, "left_click_drag"),
-    ({"action": "left_mouse_up"}, "left_click_drag"),
-    ({"action": "hold_key", "text": "shift", "duration": 1}, "key action"),
-    ({"action": "cursor_position"}, "screenshot"),
+    ({"action": "left_mouse_down"}, "not known yet"),
+    ({"action": "left_mouse_up"}, "not known yet"),
     ({"action": "left_click"}, "send the coordinate"),
     ({"action": "double_click"}, "send the coordinate"),
     ({"action": "scroll", "scroll_direction": "down", "scroll_amount": 3}, "send the coordinate"),
@@ -182,12 +193,39 @@ def test_unsupported_actions_explain_themselves(version: str, tool_input: dict[s
     assert fragment in step.message
 
 
-def test_zoom_is_unsupported_on_20251124_and_unknown_on_20250124() -> None:
-    step = mapped({"action": "zoom", "region": [0, 0, 100, 100]}, "computer_20251124")
-    assert step.kind == "unsupported"
-    assert step.message is not None and "zoom" in step.message
+def test_zoom_maps_on_20251124_and_is_unknown_on_20250124() -> None:
+    step = mapped({"action": "zoom", "region": [0, 10, 100, 110]}, "computer_20251124")
+    assert step == NativeStep("zoom", region=(0, 10, 100, 110))
+    assert step.actions == [] and step.message is None
     with pytest.raises(NativeActionError, match="must be one of"):
         mapped({"action": "zoom", "region": [0, 0, 100, 100]}, "computer_20250124")
+
+
+@pytest.mark.parametrize("region", [[0, 0, 100], [0, 0, 0, 10], [5, 0, 4, 10], [0, 9, 10, 9], [-1, 0, 10, 10],
+                                    [0, 0, 10.5, 10], [0, True, 10, 10], "0,0,10,10", None])
+def test_zoom_region_must_be_a_box(region: object) -> None:
+    tool_input = {"action": "zoom", "region": region}
+    if region is None:
+        with pytest.raises(NativeActionError, match="needs 'region'"):
+            mapped(tool_input, "computer_20251124")
+        return
+    with pytest.raises(NativeActionError, match=r"region must be \[x0, y0, x1, y1\]"):
+        mapped(tool_input, "computer_20251124")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_cursor_position_is_answered_by_the_session(version: str) -> None:
+    assert mapped({"action": "cursor_position"}, version) == NativeStep("cursor_position")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(("action", "wire_type"), [("left_mouse_down", "mouse_down"), ("left_mouse_up", "mouse_up")])
+def test_mouse_down_and_up_without_coordinate_use_the_pointer(version: str, action: str, wire_type: str) -> None:
+    step = map_computer_action({"action": action}, version, double, (300, 200))
+    assert step.actions == [{"type": wire_type, "x": 300, "y": 200, "button": "left"}]
+    # A coordinate wins over the pointer.
+    step = map_computer_action({"action": action, "coordinate": [1, 2]}, version, double, (300, 200))
+    assert step.actions == [{"type": wire_type, "x": 2, "y": 4, "button": "left"}]
 
 
 MALFORMED_CASES: list[tuple[object, str]] = [
@@ -229,6 +267,14 @@ MALFORMED_CASES: list[tuple[object, str]] = [
     ({"action": "wait", "duration": float("nan")}, "between 0 and"),
     ({"action": "wait", "duration": True}, "number of seconds"),
     ({"action": "hold_key", "duration": 1}, "needs 'text'"),
+    ({"action": "hold_key", "text": "shift"}, "needs 'duration'"),
+    ({"action": "hold_key", "text": "shift", "duration": 11}, "at most 10 seconds"),
+    ({"action": "hold_key", "text": "shift", "duration": 0}, "more than 0"),
+    ({"action": "hold_key", "text": "shift", "duration": True}, "number of seconds"),
+    ({"action": "hold_key", "text": "shift a", "duration": 1}, "one key or one combo"),
+    ({"action": "hold_key", "text": "Shfit", "duration": 1}, "text:"),
+    ({"action": "left_mouse_down", "coordinate": [1]}, "[x, y] pair"),
+    ({"action": "left_mouse_up", "text": "shift"}, "does not take 'text'"),
     ({"action": "left_click", "coordinate": [1, 1], "text": 7}, "text must be a string"),
 ]
 
@@ -261,7 +307,8 @@ def test_action_sets_match_the_sdk() -> None:
     # The SDK's member names (computer_toolset_20260801) are the 20251124 action set.
     assert set(ACTIONS_BY_VERSION["computer_20251124"]) == set(get_args(BetaComputerMemberName))
     assert set(ACTIONS_BY_VERSION["computer_20250124"]) == set(get_args(BetaComputerMemberName)) - {"zoom"}
-    covered = {str(case[0]["action"]) for case in MAPPED_CASES + UNSUPPORTED_CASES} | {"screenshot", "zoom"}
+    answered = {"screenshot", "zoom", "cursor_position"}
+    covered = {str(case[0]["action"]) for case in MAPPED_CASES + UNSUPPORTED_CASES} | answered
     assert covered == set(ACTIONS_BY_VERSION["computer_20251124"])
     scroll_directions = {case[0]["scroll_direction"] for case in MAPPED_CASES if case[0]["action"] == "scroll"}
     assert scroll_directions == set(get_args(BetaComputerScrollDirection))

@@ -230,7 +230,7 @@ async def test_unsupported_action_is_malformed_then_an_error_result(wire: Messag
                                                                     desk: DesktopRollout) -> None:
     session = open_native(desk, wire)
     wire.push(reply([call("toolu_ok", action="mouse_move", coordinate=[5, 5]),
-                     call("toolu_hold", action="hold_key", text="shift", duration=1)]))
+                     call("toolu_hold", action="left_click", text="shift", coordinate=[5, 5])]))
     wire.push(reply([call("toolu_2", action="key", text="Escape")], message_id="msg_2"))
     try:
         bad = await session.next_turn(desk.observation(0))
@@ -238,7 +238,7 @@ async def test_unsupported_action_is_malformed_then_an_error_result(wire: Messag
     finally:
         await session.aclose()
     assert bad.action_input is None and bad.malformed is not None
-    assert bad.malformed.startswith("hold_key is not available")
+    assert bad.malformed.startswith("holding modifier keys")
     assert bad.tool_use_id == "toolu_hold"
     results = bodies(wire)[1]["messages"][2]["content"]
     assert [r["tool_use_id"] for r in results] == ["toolu_ok", "toolu_hold"]
@@ -285,7 +285,7 @@ async def test_checkpoint_resume_sends_identical_next_request(wire: MessagesWire
     wire.push(reply([text("Zoom first."), call("toolu_1", action="scroll", coordinate=[100, 100],
                                                scroll_direction="down", scroll_amount=3)]))
     first = await original.next_turn(desk.observation(0))
-    wire.push(reply([call("toolu_x", action="hold_key", text="a", duration=1)], message_id="msg_2"))
+    wire.push(reply([call("toolu_x", action="hold_key", text="a", duration=11)], message_id="msg_2"))
     second = await original.next_turn(desk.observation(1, first, feedback="Executed scroll."))
     assert second.malformed is not None
     saved = json.loads(json.dumps(original.checkpoint(), sort_keys=True))
@@ -338,3 +338,92 @@ def test_tool_version_table() -> None:
     assert computer_tool_version("claude-opus-4-5-20251101") == "computer_20251124"
     assert computer_tool_version("claude-sonnet-4-5") == "computer_20250124"
     assert computer_tool_version("claude-opus-4-5", table=()) == "computer_20250124"
+
+
+async def test_cursor_position_and_mouse_down_up_follow_the_sent_pointer(wire: MessagesWire,
+                                                                        desk: DesktopRollout) -> None:
+    from autocad_bench.actions import ValidatedBatch, validate_batch
+
+    session = open_native(desk, wire)
+    geometry = session.geometry
+    wire.push(reply([call("toolu_c", action="cursor_position")]))
+    wire.push(reply([call("toolu_m", action="mouse_move", coordinate=[100, 50]),
+                     call("toolu_p", action="cursor_position")], message_id="msg_2"))
+    wire.push(reply([call("toolu_d", action="left_mouse_down"),
+                     call("toolu_v", action="mouse_move", coordinate=[200, 60]),
+                     call("toolu_u", action="left_mouse_up"),
+                     call("toolu_q", action="cursor_position")], message_id="msg_3"))
+    wire.push(reply([text("Done.")], stop_reason="end_turn", message_id="msg_4"))
+    try:
+        unknown = await session.next_turn(desk.observation(0))
+        first = await session.next_turn(desk.observation(1, unknown, feedback=f"invalid turn: {unknown.malformed}"))
+        second = await session.next_turn(desk.observation(2, first, feedback="Executed."))
+        saved = session.checkpoint()
+        await session.next_turn(desk.observation(3, second, feedback="Executed."))
+    finally:
+        await session.aclose()
+    assert unknown.action_input is None and unknown.malformed is not None
+    assert "pointer position is not known yet" in unknown.malformed
+    start = geometry.to_desktop(100, 50)
+    end = geometry.to_desktop(200, 60)
+    assert first.action_input == {"actions": [{"type": "move", "x": start[0], "y": start[1]},
+                                              {"type": "wait", "seconds": 0.1}]}
+    assert second.action_input == {"actions": [
+        {"type": "mouse_down", "x": start[0], "y": start[1], "button": "left"},
+        {"type": "move", "x": end[0], "y": end[1]},
+        {"type": "mouse_up", "x": end[0], "y": end[1], "button": "left"},
+        {"type": "wait", "seconds": 0.1},
+    ]}
+    # Native mode validates them; function mode refuses the native-only types.
+    assert isinstance(validate_batch(second.action_input, DESKTOP, 100, native=True), ValidatedBatch)
+    assert not isinstance(validate_batch(second.action_input, DESKTOP, 100), ValidatedBatch)
+    state = saved["state"]
+    assert isinstance(state, dict) and state["pointer"] == list(end)
+    sent = bodies(wire)
+    results = sent[2]["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_m", "toolu_p"]
+    assert results[1]["content"][0]["text"] == "X={}, Y={}".format(*geometry.to_shown(*start))
+    assert not any(r.get("is_error") for r in results)
+    results = sent[3]["messages"][-1]["content"]
+    assert results[3]["tool_use_id"] == "toolu_q"
+    assert results[3]["content"][0]["text"] == "X={}, Y={}".format(*geometry.to_shown(*end))
+    assert [b["type"] for b in results[3]["content"]] == ["text", "text", "image"]
+
+
+async def test_zoom_answers_with_a_crop_of_the_next_frame(wire: MessagesWire, desk: DesktopRollout) -> None:
+    import math
+
+    # Frame 1 (the one after the zoom batch): left half red, right half blue.
+    image = Image.new("RGB", (DESKTOP.width, DESKTOP.height), (255, 0, 0))
+    image.paste((0, 0, 255), (DESKTOP.width // 2, 0, DESKTOP.width, DESKTOP.height))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    desk.frames[1] = desk._write("frames/000001.png", buffer.getvalue())
+
+    session = open_native(desk, wire, NEW_MODEL)
+    shown = session.geometry.shown
+    half = shown.width // 2 + 2
+    wire.push(reply([call("toolu_z1", action="zoom", region=[half, 0, half + 200, 100]),
+                     call("toolu_z2", action="zoom", region=[0, 0, shown.width, shown.height])]))
+    wire.push(reply([call("toolu_bad", action="zoom", region=[0, 0, shown.width + 1, 10])], message_id="msg_2"))
+    try:
+        turn = await session.next_turn(desk.observation(0))
+        bad = await session.next_turn(desk.observation(1, turn, feedback="Executed."))
+    finally:
+        await session.aclose()
+    sent = bodies(wire)
+    assert sent[0]["tools"][0]["enable_zoom"] is True
+    assert turn.action_input == {"actions": [{"type": "wait", "seconds": 0.1}] * 2}
+    results = sent[1]["messages"][-1]["content"]
+    assert [b["type"] for b in results[0]["content"]] == ["text", "image"]
+    assert [b["type"] for b in results[1]["content"]] == ["text", "image", "text", "image"]
+    crop = results[0]["content"][1]
+    width = math.ceil((half + 200) * DESKTOP.width / shown.width) - math.floor(half * DESKTOP.width / shown.width)
+    assert image_size(crop) == (width, math.ceil(100 * DESKTOP.height / shown.height))
+    with Image.open(io.BytesIO(base64.b64decode(crop["source"]["data"]))) as zoomed:
+        colors = zoomed.convert("RGB").getcolors()
+        assert colors is not None and {color for _, color in colors} == {(0, 0, 255)}
+    # The whole screen at desktop resolution exceeds Anthropic's limits: scaled down to them.
+    assert image_size(results[1]["content"][1]) == (shown.width, shown.height)
+    assert len(list((desk.root / "native-zoom").iterdir())) == 2
+    assert bad.action_input is None and bad.malformed is not None and "outside" in bad.malformed

@@ -183,15 +183,16 @@ def _unique_ids(loaded: LoadedConfig) -> list[Problem]:
 
 
 def _unique_assignments(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]]) -> list[Problem]:
-    first: dict[tuple[str, str, str], int] = {}
+    # The tool mode is part of an assignment: one model in both modes is two measurements.
+    first: dict[tuple[str, str, str, str], int] = {}
     problems = []
     for index, entry in entries:
-        key = (entry.task_id, entry.provider, entry.model)
+        key = (entry.task_id, entry.provider, entry.model, entry.tool_mode)
         if key in first:
             problems.append(Problem(
                 loaded.at(f"$.rollouts[{index}]"),
-                f"duplicate assignment task {key[0]!r} / provider {key[1]!r} / model {key[2]!r} "
-                f"(first at $.rollouts[{first[key]}])",
+                f"duplicate assignment task {key[0]!r} / provider {key[1]!r} / model {key[2]!r} / "
+                f"tool mode {key[3]!r} (first at $.rollouts[{first[key]}])",
             ))
         else:
             first[key] = index
