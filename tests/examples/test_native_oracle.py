@@ -196,6 +196,7 @@ def _assert_all_scored(out: Path, servers: dict[str, FakeServer], vocabulary: st
         assert rollout["tool_mode"] == "native", rollout
         result = json.loads((out / "rollouts" / rollout_id / "result.json").read_text())
         assert result["status"] == "completed" and result["stop_reason"] == "done", result
+        assert result["tool_mode"] == "native", result
 
 
 def _serve_all(stack: ExitStack, vocabulary: str, make: Any, model: str) -> dict[str, FakeServer]:

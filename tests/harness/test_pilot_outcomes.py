@@ -207,6 +207,7 @@ def test_a_truncated_turn_is_asked_again(tmp_path: Path) -> None:
 def test_a_malformed_native_turn_is_answered_in_native_words(tmp_path: Path) -> None:
     lines = [{"stop_reason": "max_tokens"}, {"actions": [{"type": "done"}]}]
     _, _, rollout = run(tmp_path, lines, provider="stopping", tool_mode="native")
+    assert json.loads((rollout / "result.json").read_text())["tool_mode"] == "native"
     feedback = [t["observation"]["feedback"] for t in turns(rollout) if t["observation"]["feedback"]]
     assert feedback and "computer_action" not in feedback[0] and "your computer-use tool" in feedback[0]
     (tmp_path / "f").mkdir()

@@ -278,7 +278,8 @@ class BatchRunner:
             result = RolloutResult(
                 rollout_id=entry.rollout_id, attempt_id=self.store.entry(entry.rollout_id).attempt_id,
                 task_id=entry.task_id, task_provenance=assigned_provenance(paths), provider=entry.provider,
-                model=entry.model, infrastructure_backend=self.backend.name, status="failed",
+                model=entry.model, tool_mode=entry.tool_mode, infrastructure_backend=self.backend.name,
+                status="failed",
                 failure_class=FailureClass.ADMISSION_FAILED,
                 failure_detail=f"the sandbox exited with code {code} before the pilot finished",
                 stop_reason=None, turns=0, actions=0, invalid_turns=0, model_responses=0, usage={},

@@ -19,6 +19,7 @@ from autocad_bench.harness.checkpoints import load_checkpoint
 from autocad_bench.harness.layout import BatchPaths, RolloutPaths
 from autocad_bench.harness.records import FailureClass, RolloutResult
 from autocad_bench.harness.trace import utcnow
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, TOOL_MODES
 from autocad_bench.storage import atomic_write_json
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def close_from_checkpoint(runner: BatchRunner, rollout_id: str, failure: Failure
     result = RolloutResult(
         rollout_id=rollout_id, attempt_id=rollout.attempt_id, task_id=rollout.task_id,
         task_provenance=assigned_provenance(paths), provider=rollout.provider, model=rollout.model,
+        tool_mode=rollout.tool_mode if rollout.tool_mode in TOOL_MODES else DEFAULT_TOOL_MODE,
         infrastructure_backend=rollout.infrastructure_backend, status="failed",
         failure_class=failure, failure_detail=detail,
         stop_reason=None, turns=budget.turns, actions=budget.actions, invalid_turns=budget.lifetime_invalid_turns,

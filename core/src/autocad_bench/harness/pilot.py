@@ -475,6 +475,7 @@ class Pilot:
             task_provenance=dict(a.task_provenance),
             provider=a.model.provider,
             model=a.model.model,
+            tool_mode=a.model.tool_mode,
             infrastructure_backend=a.infrastructure_backend,
             status="completed" if failure is None else "failed",
             failure_class=failure.failure if failure else None,

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from autocad_bench.costs import BudgetState
+from autocad_bench.metrics.conditions import DEFAULT_TOOL_MODE, ToolMode
 from autocad_bench.models import ArtifactRef, JsonObject, StrictModel
 from autocad_bench.retry.accounting import RetryCounters
 
@@ -115,6 +116,8 @@ class RolloutResult(StrictModel):
         default_factory=dict, description="the task's family, family version, seed, skill, difficulty, split")
     provider: str
     model: str
+    tool_mode: ToolMode = Field(default=DEFAULT_TOOL_MODE,
+                                description="how the model drove the desktop: function or native")
     infrastructure_backend: str
     status: Literal["completed", "failed"]
     failure_class: FailureClass | None
