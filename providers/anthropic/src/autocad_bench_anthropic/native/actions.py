@@ -63,10 +63,12 @@ from autocad_bench.actions.models import (
     MouseUpAction,
     MoveAction,
     ScrollAction,
-    TypeAction,
     WaitAction,
     action_to_wire,
 )
+from autocad_bench.actions.native import is_strict_int as _is_int
+from autocad_bench.actions.native import json_kind as _kind
+from autocad_bench.actions.native import show_value, typed_actions
 from autocad_bench.actions.xdotool import parse_key_sequence
 
 TOOL_NAME: Literal["computer"] = "computer"
@@ -365,34 +367,10 @@ def _region(value: object) -> Region:
 
 
 def _type(text: str) -> list[dict[str, object]]:
-    if not text:
-        raise NativeActionError("text must not be empty")
-    actions: list[Action] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            actions.append(TypeAction(text="".join(run)))
-            run.clear()
-
-    for offset, char in enumerate(text):
-        if " " <= char <= "~":
-            run.append(char)
-            continue
-        flush()
-        if char == "\n" and offset > 0 and text[offset - 1] == "\r":
-            continue  # "\r\n" is one line break, not two Enters
-        if char in "\r\n":
-            actions.append(KeyAction(keys=("enter",)))
-        elif char == "\t":
-            actions.append(KeyAction(keys=("tab",)))
-        else:
-            raise NativeActionError(
-                f"text: character U+{ord(char):04X} at offset {offset} cannot be typed; this "
-                "desktop types printable ASCII only (plus newline and tab)"
-            )
-    flush()
-    return [action_to_wire(action) for action in actions]
+    try:
+        return [action_to_wire(action) for action in typed_actions(text)]
+    except ValueError as error:
+        raise NativeActionError(f"text: {error}") from None
 
 
 def _wait(duration: object) -> NativeStep:
@@ -477,29 +455,10 @@ def _text(value: object, name: str) -> str:
     return value
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
 
 
-def _show(value: object, limit: int = 40) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
 
 
 ComputerToolParam: TypeAlias = BetaToolComputerUse20250124Param | BetaToolComputerUse20251124Param
@@ -540,3 +499,7 @@ def tool_definition(
             new["enable_zoom"] = True
         return new
     raise ValueError(f"unknown computer tool version {version!r}; expected one of {sorted(BETA_HEADERS)}")
+
+
+def _show(value: object) -> str:
+    return show_value(value, 40)

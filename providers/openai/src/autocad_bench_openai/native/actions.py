@@ -58,10 +58,12 @@ from autocad_bench.actions.models import (
     MouseButton,
     MoveAction,
     ScrollAction,
-    TypeAction,
     WaitAction,
     action_to_wire,
 )
+from autocad_bench.actions.native import is_strict_int as _is_int
+from autocad_bench.actions.native import json_kind as _kind
+from autocad_bench.actions.native import show_value, typed_actions
 from autocad_bench.actions.xdotool import key_name
 
 ComputerVariant: TypeAlias = Literal["computer", "computer_use_preview"]
@@ -280,33 +282,10 @@ def _run(*actions: Action) -> NativeStep:
 def _type(text: object) -> list[dict[str, object]]:
     if not isinstance(text, str):
         raise NativeActionError(f"text must be a string, got {_kind(text)}")
-    if not text:
-        raise NativeActionError("text must not be empty")
-    actions: list[Action] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            actions.append(TypeAction(text="".join(run)))
-            run.clear()
-
-    for offset, char in enumerate(text):
-        if " " <= char <= "~":
-            run.append(char)
-            continue
-        flush()
-        if char == "\n" and offset > 0 and text[offset - 1] == "\r":
-            continue  # "\r\n" is one line break
-        if char in "\r\n":
-            actions.append(KeyAction(keys=("enter",)))
-        elif char == "\t":
-            actions.append(KeyAction(keys=("tab",)))
-        else:
-            raise NativeActionError(
-                f"text: character U+{ord(char):04X} at offset {offset} cannot be typed; this desktop "
-                "types printable ASCII only (plus newline and tab)")
-    flush()
-    return [action_to_wire(action) for action in actions]
+    try:
+        return [action_to_wire(action) for action in typed_actions(text)]
+    except ValueError as error:
+        raise NativeActionError(f"text: {error}") from None
 
 
 def _path(value: object, to_desktop: ToDesktop) -> tuple[tuple[int, int], ...]:
@@ -333,29 +312,10 @@ def _point(x: object, y: object, to_desktop: ToDesktop) -> tuple[int, int]:
         raise NativeActionError(f"point ({x}, {y}) {error}") from None
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
 
 
-def _show(value: object, limit: int = 60) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= limit else f"{shown[: limit - 3]}..."
 
 
 ComputerToolDefinition: TypeAlias = ComputerToolParam | ComputerUsePreviewToolParam
@@ -386,3 +346,7 @@ def tool_definition(variant: ComputerVariant, display_width: int, display_height
         return preview
     raise ValueError(f"unknown computer tool {variant!r}; expected 'computer' or 'computer_use_preview'")
 
+
+
+def _show(value: object) -> str:
+    return show_value(value, 60)

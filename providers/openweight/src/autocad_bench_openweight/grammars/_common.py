@@ -11,7 +11,8 @@ import ast
 import json
 import math
 
-from autocad_bench.actions.models import MAX_WAIT_SECONDS
+from autocad_bench.actions.models import MAX_WAIT_SECONDS, action_to_wire
+from autocad_bench.actions.native import typed_actions
 from autocad_bench.providers.grammar import GrammarError, WireAction, map_key
 
 MAX_TOTAL_WAIT_SECONDS = 60.0
@@ -107,30 +108,14 @@ def whole_number(value: object, what: str, raw: str) -> int:
 
 
 def text_actions(text: object, raw: str) -> list[WireAction]:
-    """Typing ``text``: runs of printable ASCII as ``type`` actions, newlines as Enter, tabs as Tab.
-
-    ``\\r\\n`` counts as one Enter. Empty text or any other character raises ``GrammarError``.
-    """
+    """Typing ``text`` with the one typing rule of every vocabulary
+    (:func:`autocad_bench.actions.native.typed_actions`); raises ``GrammarError`` keeping ``raw``."""
     if not isinstance(text, str) or not text:
         raise GrammarError(f"text to type must be a non-empty string, got {text!r}", raw)
-    actions: list[WireAction] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            actions.append({"type": "type", "text": "".join(run)})
-            run.clear()
-
-    for char in text.replace("\r\n", "\n").replace("\r", "\n"):
-        if char in "\n\t":
-            flush()
-            actions.append({"type": "key", "keys": ["enter" if char == "\n" else "tab"]})
-        elif " " <= char <= "~":
-            run.append(char)
-        else:
-            raise GrammarError(f"character U+{ord(char):04X} cannot be typed (printable ASCII only)", raw)
-    flush()
-    return actions
+    try:
+        return [action_to_wire(action) for action in typed_actions(text)]
+    except ValueError as error:
+        raise GrammarError(str(error), raw) from None
 
 
 def wait_actions(seconds: object, raw: str) -> list[WireAction]:
