@@ -202,3 +202,22 @@ def test_subprocess_lifecycle_runs_the_exact_child_with_the_broker(tmp_path: Pat
     assert result.returncode == 7
     assert json.loads(out.read_text()) == {"AUTOCAD_BENCH_BROKER_URL": url, "AUTOCAD_BENCH_BROKER_TOKEN": token}
     assert not list((tmp_path / "leases").iterdir()), "the lease must be released"
+
+
+def test_the_shipped_example_pool_config_executes_on_its_pool(tmp_path: Path) -> None:
+    """examples/example-pool.json runs as written, only its worker URLs pointed at live brokers."""
+    config = json.loads((REPO / "examples" / "example-pool.json").read_text())
+    with fake_brokers(2, token="example-pool-broker-token-42") as brokers:
+        config["infrastructure"]["settings"].update(workers=[b.url for b in brokers],
+                                                    lease_dir=str(tmp_path / "leases"))
+        config["tasks_dir"] = str(REPO / "examples" / config["tasks_dir"])
+        for rollout in config["rollouts"]:
+            rollout["provider_options"]["script"] = str(REPO / "examples" / rollout["provider_options"]["script"])
+        controller = _execute(tmp_path, config, brokers[0].token)
+        out, err = controller.communicate(timeout=300)
+        assert controller.returncode == 0, out + err
+        assert sum(len(b.injected) for b in brokers) == 19 * 2
+    state = json.loads((tmp_path / "out" / "batch-state.json").read_text())
+    assert [(r["rollout_id"], r["state"]) for r in state["rollouts"]] == [
+        ("scripted-line.t1", "done"), ("scripted-line.t2", "done")]
+    assert list((tmp_path / "leases").iterdir()) == []

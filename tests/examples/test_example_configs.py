@@ -27,7 +27,10 @@ def test_backends_differ_only_in_infrastructure() -> None:
 
 def test_every_example_passes_its_backends_offline_validation() -> None:
     host = PluginHost(environ={})
-    for name in ("local-librecad.json", "hyperv-pool.json", "aws-fleet.json", "example-pool.json"):
+    names = sorted(p.name for p in EXAMPLES.glob("*.json"))
+    assert {"local-librecad.json", "hyperv-pool.json", "aws-fleet.json", "example-pool.json",
+            "native-anthropic.json", "native-openai.json", "vllm-uitars.json"} <= set(names)
+    for name in names:
         loaded = load_config(EXAMPLES / name)
         backend = host.infrastructure(loaded.config.infrastructure.backend)
         problems = backend.call("validate_spec", spec=loaded.config.infrastructure,
