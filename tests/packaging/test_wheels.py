@@ -153,3 +153,17 @@ def test_every_internal_dependency_is_pinned_in_the_built_metadata(wheels: Path)
                   and str(specifier) != f"=={version}"):  # core's extras name exactly its own release
                 unpinned.append(f"{wheel.name}: {line} (an extra must pin =={version})")
     assert unpinned == []
+
+
+@pytest.mark.integration
+def test_a_deterministic_evaluation_install_has_no_judge_sdk(tmp_path: Path, wheels: Path) -> None:
+    venv = venv_with(tmp_path, wheels, "autocad-bench[xvfb,evaluator]")
+    python = str(venv / "bin" / "python")
+    probe = "import importlib.util as u; print(u.find_spec('openai') is None, u.find_spec('ezdxf') is not None)"
+    assert subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60).stdout.split() == [
+        "True", "True"]
+    judge = ("from autocad_bench_evaluator.judge import JudgeError, _openai\n"
+             "try:\n    _openai()\nexcept JudgeError as error:\n    print(error)")
+    said = subprocess.run([python, "-c", judge], capture_output=True, text=True, timeout=60)
+    assert said.stdout.strip() == ("the vision judge's SDK (openai) is not installed: "
+                                   'pip install "autocad-bench[judge]"'), said.stdout + said.stderr

@@ -39,6 +39,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
+from autocad_bench.errors import missing_extra_message
 from autocad_bench.models import StrictModel
 from autocad_bench.providers.models import ProviderErrorKind
 from autocad_bench.retry import RetryCounters, RetryPolicy, retry_delay
@@ -137,6 +138,15 @@ class _Classified(Exception):
         self.kind = kind
         self.status = status
         self.retry_after_s = retry_after_s
+
+
+def _openai() -> Any:
+    """The ``openai`` module, or :class:`JudgeError` saying which extra brings it."""
+    try:
+        import openai
+    except ImportError:
+        raise JudgeError(missing_extra_message("the vision judge's SDK (openai)", "judge")) from None
+    return openai
 
 
 def classify_openai_error(error: Exception) -> tuple[ProviderErrorKind, int | None, float | None]:
@@ -249,8 +259,7 @@ class VisionJudge:
         return body
 
     def _client(self) -> Any:
-        import openai
-
+        openai = _openai()
         return openai.OpenAI(
             api_key=self._api_key,
             base_url=self.settings.base_url,
@@ -276,9 +285,9 @@ class VisionJudge:
 
         ``out_dir`` is the evaluation directory; files go to ``out_dir/vision-judge``.
         Raises :class:`JudgeError` when no verdict can be obtained (``responses.json``
-        then records every attempt).
+        then records every attempt), or at once when the judge's SDK is not installed.
         """
-        import openai
+        openai = _openai()
 
         directory = Path(out_dir) / JUDGE_DIR
         directory.mkdir(parents=True, exist_ok=True)
