@@ -156,6 +156,20 @@ def test_every_internal_dependency_is_pinned_in_the_built_metadata(wheels: Path)
 
 
 @pytest.mark.integration
+def test_every_wheel_carries_the_license_it_declares(wheels: Path) -> None:
+    import zipfile
+
+    for wheel in sorted(wheels.glob("autocad_bench*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+            licenses = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+            assert licenses, f"{wheel.name} ships no LICENSE"
+            assert "Apache License" in archive.read(licenses[0]).decode()
+        assert "License-Expression: Apache-2.0" in metadata, wheel.name
+
+
+@pytest.mark.integration
 def test_a_deterministic_evaluation_install_has_no_judge_sdk(tmp_path: Path, wheels: Path) -> None:
     venv = venv_with(tmp_path, wheels, "autocad-bench[xvfb,evaluator]")
     python = str(venv / "bin" / "python")
