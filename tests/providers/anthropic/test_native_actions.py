@@ -10,9 +10,12 @@ from anthropic.types.anthropic_beta_param import AnthropicBetaParam
 from anthropic.types.beta import (
     BetaComputerMemberName,
     BetaComputerScrollDirection,
+    BetaComputerToolset20260801Param,
+    BetaComputerToolsetConfigsParam,
     BetaToolComputerUse20250124Param,
     BetaToolComputerUse20251124Param,
 )
+from anthropic.types.beta.beta_computer_tool_use_block import BetaComputerToolUseBlock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typing_extensions import get_type_hints
@@ -25,7 +28,14 @@ from autocad_bench_anthropic.native import (
     map_computer_action,
     tool_definition,
 )
-from autocad_bench_anthropic.native.actions import ACTIONS_BY_VERSION
+from autocad_bench_anthropic.native.actions import (
+    _FIELDS,
+    _REQUIRED,
+    ACTIONS_BY_VERSION,
+    TOOL_VERSIONS,
+    TOOLSET_VERSION,
+    map_toolset_call,
+)
 
 VERSIONS = ("computer_20250124", "computer_20251124")
 
@@ -353,6 +363,64 @@ def test_tool_definition_zoom() -> None:
     assert "enable_zoom" not in BetaToolComputerUse20250124Param.__annotations__
     with pytest.raises(ValueError, match="computer_20251124"):
         tool_definition("computer_20250124", 1280, 720, enable_zoom=True)
+
+
+def test_toolset_definition_uses_sdk_fields_and_enables_every_mapped_member() -> None:
+    definition = dict(tool_definition(TOOLSET_VERSION, 1280, 720))
+    # The toolset entry has no name and no display size: only type, configs (and cache_control).
+    assert set(definition) == {"type", "configs"}
+    assert set(definition) <= set(BetaComputerToolset20260801Param.__annotations__)
+    assert definition["type"] == "computer_toolset_20260801"
+    configs = definition["configs"]
+    assert isinstance(configs, dict)
+    assert set(configs) == set(BetaComputerToolsetConfigsParam.__annotations__)
+    assert {name for name, config in configs.items() if config == {"enabled": True}} == set(
+        ACTIONS_BY_VERSION[TOOLSET_VERSION])
+    assert all(config in ({"enabled": True}, {"enabled": False}) for config in configs.values())
+    assert TOOLSET_VERSION not in BETA_HEADERS and TOOLSET_VERSION in TOOL_VERSIONS
+    with pytest.raises(ValueError, match="configs"):
+        tool_definition(TOOLSET_VERSION, 1280, 720, enable_zoom=True)
+    with pytest.raises(ValueError):
+        tool_definition(TOOLSET_VERSION, 0, 720)
+
+
+def test_toolset_member_inputs_match_the_action_fields() -> None:
+    # Every member tool_use block of the SDK: its name is the action, its input the action's fields.
+    blocks = get_args(get_args(BetaComputerToolUseBlock)[0])
+    names = set()
+    for block in blocks:
+        (name,) = get_args(block.model_fields["name"].annotation)
+        names.add(name)
+        fields = block.model_fields["input"].annotation.model_fields
+        assert "action" not in fields
+        assert set(fields) <= _FIELDS[name], name
+        assert {f for f, info in fields.items() if info.is_required()} == _REQUIRED.get(name, frozenset()), name
+    assert names == set(ACTIONS_BY_VERSION[TOOLSET_VERSION]) == set(get_args(BetaComputerMemberName))
+
+
+def test_toolset_call_maps_like_the_single_tool() -> None:
+    assert map_toolset_call("left_click", {"coordinate": [3, 4]}, double) == map_computer_action(
+        {"action": "left_click", "coordinate": [3, 4]}, "computer_20251124", double)
+    assert map_toolset_call("left_click", {"coordinate": [3, 4]}, double).actions == [
+        {"type": "click", "x": 6, "y": 8, "button": "left", "count": 1}]
+    assert map_toolset_call("zoom", {"region": [0, 0, 10, 10]}, double).region == (0, 0, 10, 10)
+    assert map_toolset_call("screenshot", {}, double).kind == "screenshot_only"
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "message"),
+    [
+        ("computer", {"action": "left_click", "coordinate": [1, 1]}, "unknown tool 'computer'"),
+        ("drag", {}, "the computer toolset's tools are: key, "),
+        (None, {}, "unknown tool"),
+        ("left_click", [1, 2], "must be an object"),
+        ("left_click", {"action": "right_click", "coordinate": [1, 1]}, "does not take 'action'"),
+        ("left_click", {"coordinate": [1, 1], "bogus": 1}, "does not take 'bogus'"),
+    ],
+)
+def test_toolset_call_rejects_malformed_calls(name: object, tool_input: object, message: str) -> None:
+    with pytest.raises(NativeActionError, match=message):
+        map_toolset_call(name, tool_input, double)
 
 
 @pytest.mark.parametrize(

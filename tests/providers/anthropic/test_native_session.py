@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from anthropic.types.beta import (
+    BetaComputerToolset20260801Param,
+    BetaComputerToolsetConfigsParam,
     BetaMessage,
     BetaTextBlock,
     BetaToolComputerUse20250124Param,
@@ -32,6 +34,7 @@ from autocad_bench.providers.models import (
 )
 from autocad_bench.testing.fake_broker import png_frame
 from autocad_bench.testing.wire import Reply
+from autocad_bench_anthropic.native.actions import ACTIONS_BY_VERSION
 from autocad_bench_anthropic.native.session import (
     CUT_OFF,
     NOT_PERFORMED,
@@ -39,6 +42,7 @@ from autocad_bench_anthropic.native.session import (
     anthropic_geometry,
     computer_tool_version,
 )
+from autocad_bench_anthropic.options import AnthropicOptions
 from autocad_bench_anthropic.provider import AnthropicProvider
 from tests.providers.anthropic.messages_wire import MessagesWire
 from tests.providers.anthropic.support import SECRET
@@ -427,3 +431,115 @@ async def test_zoom_answers_with_a_crop_of_the_next_frame(wire: MessagesWire, de
     assert image_size(results[1]["content"][1]) == (shown.width, shown.height)
     assert len(list((desk.root / "native-zoom").iterdir())) == 2
     assert bad.action_input is None and bad.malformed is not None and "outside" in bad.malformed
+
+
+# --- computer_toolset_20260801 ---------------------------------------------------------------
+
+TOOLSET = "computer_toolset_20260801"
+
+
+def open_toolset(desk: DesktopRollout, wire: MessagesWire, *,
+                 resume_state: JsonObject | None = None) -> NativeAnthropicSession:
+    request = request_for(desk, wire, NEW_MODEL, resume_state=resume_state)
+    request = request.model_copy(update={"model": request.model.model_copy(
+        update={"options": {**request.model.options, "computer_tool": TOOLSET}})})
+    session = AnthropicProvider().open_session(request, Credentials({"ANTHROPIC_API_KEY": SECRET}))
+    assert isinstance(session, NativeAnthropicSession) and session.tool_version == TOOLSET
+    return session
+
+
+def member(call_id: str, name: str, **tool_input: Any) -> BetaToolUseBlock:
+    """A ``tool_use`` of a toolset member: the action is the name, the input has no ``action``."""
+    return BetaToolUseBlock(type="tool_use", id=call_id, name=name, input=tool_input, toolset_name="computer")
+
+
+def test_the_toolset_is_never_the_default() -> None:
+    assert AnthropicOptions().computer_tool is None
+    for model in (OLD_MODEL, NEW_MODEL, "claude-opus-5", "claude-sonnet-4-5", "claude-fable-5"):
+        assert computer_tool_version(model) != TOOLSET
+    assert AnthropicOptions(computer_tool=TOOLSET).computer_tool == TOOLSET
+
+
+async def test_toolset_request_shape_and_member_click(wire: MessagesWire, desk: DesktopRollout) -> None:
+    session = open_toolset(desk, wire)
+    geometry = session.geometry
+    x, y = 700, 400
+    wire.push(reply([text("Clicking."), member("toolu_1", "left_click", coordinate=[x, y])]))
+    wire.push(reply([member("toolu_2", "screenshot")], message_id="msg_2"))
+    try:
+        turn = await session.next_turn(desk.observation(0))
+        second = await session.next_turn(desk.observation(1, turn, feedback="Executed 1 action."))
+    finally:
+        await session.aclose()
+    first_request, second_request = wire.model_requests()
+    # The SDK names no beta flag for the toolset: none is sent.
+    assert "anthropic-beta" not in first_request.headers
+    body = first_request.json()
+    (tool,) = body["tools"]
+    assert set(tool) <= set(BetaComputerToolset20260801Param.__annotations__)
+    assert set(tool) == {"type", "configs"}  # no name, no display size
+    assert tool["type"] == TOOLSET
+    configs = tool["configs"]
+    assert set(configs) == set(BetaComputerToolsetConfigsParam.__annotations__)
+    assert {name for name, c in configs.items() if c == {"enabled": True}} == set(ACTIONS_BY_VERSION[TOOLSET])
+    assert all(c in ({"enabled": True}, {"enabled": False}) for c in configs.values())
+    # The coordinate is in the shown screenshot, mapped to desktop pixels as with the single tool.
+    dx, dy = geometry.to_desktop(x, y)
+    assert (dx, dy) != (x, y)
+    assert turn.malformed is None and turn.tool_use_id == "toolu_1"
+    assert turn.action_input == {"actions": [{"type": "click", "x": dx, "y": dy, "button": "left", "count": 1}]}
+    # The member call goes back exactly as returned and is answered by id.
+    messages = second_request.json()["messages"]
+    (echo,) = [b for b in messages[1]["content"] if b["type"] == "tool_use"]
+    assert echo["name"] == "left_click" and echo["input"] == {"coordinate": [x, y]}
+    assert echo["toolset_name"] == "computer"
+    (result,) = messages[2]["content"]
+    assert result["tool_use_id"] == "toolu_1" and "is_error" not in result
+    assert second.action_input == {"actions": [{"type": "wait", "seconds": 0.1}]}
+
+
+async def test_toolset_unknown_member_is_a_malformed_turn(wire: MessagesWire, desk: DesktopRollout) -> None:
+    session = open_toolset(desk, wire)
+    wire.push(reply([member("toolu_ok", "mouse_move", coordinate=[5, 5]),
+                     member("toolu_bad", "computer", action="left_click", coordinate=[5, 5])]))
+    wire.push(reply([member("toolu_2", "key", text="Escape")], message_id="msg_2"))
+    try:
+        bad = await session.next_turn(desk.observation(0))
+        good = await session.next_turn(desk.observation(1, bad, feedback=f"invalid turn: {bad.malformed}"))
+    finally:
+        await session.aclose()
+    assert bad.action_input is None and bad.malformed is not None
+    assert bad.malformed.startswith("unknown tool 'computer'; the computer toolset's tools are: key, ")
+    assert "left_click" in bad.malformed and bad.tool_use_id == "toolu_bad"
+    results = bodies(wire)[1]["messages"][2]["content"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_ok", "toolu_bad"]
+    assert results[0]["is_error"] is True and results[0]["content"][0]["text"] == NOT_PERFORMED
+    assert results[1]["is_error"] is True and bad.malformed in results[1]["content"][0]["text"]
+    assert good.malformed is None and good.action_input == {"actions": [{"type": "key", "keys": ["esc"]}]}
+
+
+async def test_toolset_member_input_with_an_action_key_is_malformed(wire: MessagesWire,
+                                                                    desk: DesktopRollout) -> None:
+    session = open_toolset(desk, wire)
+    wire.push(reply([member("toolu_1", "left_click", action="right_click", coordinate=[5, 5])]))
+    try:
+        turn = await session.next_turn(desk.observation(0))
+    finally:
+        await session.aclose()
+    assert turn.action_input is None and turn.malformed == (
+        "left_click does not take 'action'; the tool's name is the action")
+
+
+async def test_toolset_checkpoint_resumes_with_the_toolset(wire: MessagesWire, desk: DesktopRollout) -> None:
+    original = open_toolset(desk, wire)
+    wire.push(reply([member("toolu_1", "double_click", coordinate=[10, 10])]))
+    try:
+        first = await original.next_turn(desk.observation(0))
+    finally:
+        await original.aclose()
+    saved = json.loads(json.dumps(original.checkpoint(), sort_keys=True))
+    assert saved["tool_version"] == TOOLSET
+    restored = open_toolset(desk, wire, resume_state=saved)
+    assert restored.checkpoint() == original.checkpoint()
+    await restored.aclose()
+    assert first.malformed is None

@@ -61,10 +61,11 @@ class AnthropicOptions(BaseModel):
         default=True,
         description="after a server compaction, repeat the task and fixed reference in the next user message")
 
-    computer_tool: Literal["computer_20250124", "computer_20251124"] | None = Field(
+    computer_tool: Literal["computer_20250124", "computer_20251124", "computer_toolset_20260801"] | None = Field(
         default=None,
         description="native tool mode only: the computer tool version to declare; by default it is chosen from "
-        "the model id (autocad_bench_anthropic.native.session.COMPUTER_TOOL_BY_MODEL)")
+        "the model id (autocad_bench_anthropic.native.session.COMPUTER_TOOL_BY_MODEL); the toolset "
+        "computer_toolset_20260801 is used only when named here")
     request_guard_bytes: int = Field(default=DEFAULT_REQUEST_GUARD_BYTES, ge=64 * 1024,
                                      lt=PROVIDER_REQUEST_LIMIT_BYTES)
 

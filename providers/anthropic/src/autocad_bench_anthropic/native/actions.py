@@ -1,8 +1,9 @@
 """Map one input of Anthropic's native ``computer`` tool onto the harness's wire actions.
 
 In native mode an Anthropic model calls its built-in computer-use tool (``type``
-``computer_20250124`` or ``computer_20251124``, ``name`` ``"computer"``). Each ``tool_use``
-input names one ``action`` plus that action's fields; :func:`map_computer_action` checks the
+``computer_20250124`` or ``computer_20251124``, ``name`` ``"computer"``), or the members of
+the ``computer_toolset_20260801`` toolset (one tool per action, see :func:`map_toolset_call`).
+Each ``tool_use`` input names one ``action`` plus that action's fields; :func:`map_computer_action` checks the
 fields and answers with a :class:`NativeStep`: wire actions for ``{"actions": [...]}``, "just
 take a screenshot", or "the broker cannot do this" with a message for the model. Malformed
 input raises :class:`NativeActionError`, whose message is also meant for the model.
@@ -46,9 +47,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
-from anthropic.types.beta import BetaToolComputerUse20250124Param, BetaToolComputerUse20251124Param
+from anthropic.types.beta import (
+    BetaComputerToolset20260801Param,
+    BetaComputerToolsetConfigsParam,
+    BetaToolComputerUse20250124Param,
+    BetaToolComputerUse20251124Param,
+)
+from anthropic.types.beta.beta_computer_member_name import BETA_COMPUTER_MEMBER_NAME_VALUES
 from pydantic import ValidationError
 
 from autocad_bench.actions.models import (
@@ -78,7 +85,20 @@ BETA_HEADERS: dict[str, str] = {
     "computer_20250124": "computer-use-2025-01-24",
     "computer_20251124": "computer-use-2025-11-24",
 }
-"""Tool version to the ``anthropic-beta`` flag a request using it must send."""
+"""Tool version to the ``anthropic-beta`` flag a request using it must send.
+
+The toolset (:data:`TOOLSET_VERSION`) has no entry: the pinned SDK's ``AnthropicBetaParam``
+names no flag for it and its docstrings ask for none (it is also a non-beta param type,
+``anthropic.types.ComputerToolset20260801Param``)."""
+
+TOOLSET_VERSION: Literal["computer_toolset_20260801"] = "computer_toolset_20260801"
+"""The computer toolset: one ``tools[]`` entry (no ``name``, no display size: the size is the
+screenshot's) whose members are separate tools, one per action. A member's ``tool_use`` block
+carries the action as its ``name`` (and ``toolset_name`` ``"computer"``) and the action's fields
+as its ``input``, without an ``action`` key; see :func:`map_toolset_call`."""
+
+TOOL_VERSIONS: tuple[str, ...] = (*BETA_HEADERS, TOOLSET_VERSION)
+"""Every tool ``type`` the native session can declare."""
 
 MAX_KEY_REPEAT = 100
 """Largest ``repeat`` of a ``key`` action; a bound so one call cannot flood the batch."""
@@ -205,8 +225,14 @@ ACTIONS_BY_VERSION: dict[str, tuple[str, ...]] = {
         "left_mouse_up", "left_click", "left_click_drag", "right_click", "middle_click",
         "double_click", "triple_click", "scroll", "wait", "screenshot", "zoom",
     ),
+    TOOLSET_VERSION: (
+        "key", "hold_key", "type", "cursor_position", "mouse_move", "left_mouse_down",
+        "left_mouse_up", "left_click", "left_click_drag", "right_click", "middle_click",
+        "double_click", "triple_click", "scroll", "wait", "screenshot", "zoom",
+    ),
 }  # fmt: skip
-"""Every action name the model may send with each tool version."""
+"""Every action name the model may send with each tool version (for the toolset: the member
+tool names the request enables)."""
 
 _SCROLL_DIRECTIONS: dict[str, tuple[int, int]] = {
     # (dx, dy) per wheel click; the wire's dy > 0 scrolls up and dx > 0 scrolls right.
@@ -225,7 +251,7 @@ def map_computer_action(
 ) -> NativeStep:
     """Map one ``computer`` tool input to the step the harness should take.
 
-    ``version`` is the tool ``type`` the request declared (a key of :data:`BETA_HEADERS`).
+    ``version`` is the tool ``type`` the request declared (one of :data:`TOOL_VERSIONS`).
     Coordinates arrive in the screenshot space the model sees and are converted with
     ``to_desktop(x, y)``, which returns desktop pixels; a :class:`ValueError` it raises
     (for a point outside the screenshot, say) becomes a :class:`NativeActionError`.
@@ -461,7 +487,48 @@ def _text(value: object, name: str) -> str:
 
 
 
-ComputerToolParam: TypeAlias = BetaToolComputerUse20250124Param | BetaToolComputerUse20251124Param
+def map_toolset_call(
+    name: object,
+    tool_input: object,
+    to_desktop: ToDesktop,
+    pointer: tuple[int, int] | None = None,
+) -> NativeStep:
+    """Map one ``tool_use`` of a ``computer_toolset_20260801`` member to a step.
+
+    ``name`` is the block's ``name`` (the member, i.e. the action) and ``tool_input`` its
+    ``input`` (the action's fields, the same names as the single tool's; no ``action`` key).
+    The call is mapped as :func:`map_computer_action` maps ``{"action": name, **input}``.
+    Raises :class:`NativeActionError` for a name that is not an enabled member, an input that
+    is not an object or that carries an ``action`` key, and whatever that function rejects.
+    """
+    members = ACTIONS_BY_VERSION[TOOLSET_VERSION]
+    if not isinstance(name, str) or name not in members:
+        raise NativeActionError(
+            f"unknown tool {_show(name)}; the computer toolset's tools are: {', '.join(members)}"
+        )
+    if not isinstance(tool_input, Mapping):
+        raise NativeActionError(f"the {name} tool input must be an object, got {_kind(tool_input)}")
+    if "action" in tool_input:
+        raise NativeActionError(f"{name} does not take 'action'; the tool's name is the action")
+    return map_computer_action({"action": name, **tool_input}, TOOLSET_VERSION, to_desktop, pointer)
+
+
+def toolset_configs() -> BetaComputerToolsetConfigsParam:
+    """Per-member ``configs`` of the toolset: every member the harness maps enabled, the rest disabled.
+
+    Every member the SDK knows gets an explicit ``enabled`` (``defer_loading`` is left to its
+    default), so a member added by a newer toolset schema is never offered by accident.
+    """
+    mapped = ACTIONS_BY_VERSION[TOOLSET_VERSION]
+    configs: dict[str, dict[str, bool]] = {
+        name: {"enabled": name in mapped} for name in BETA_COMPUTER_MEMBER_NAME_VALUES
+    }
+    return cast(BetaComputerToolsetConfigsParam, configs)
+
+
+ComputerToolParam: TypeAlias = (
+    BetaToolComputerUse20250124Param | BetaToolComputerUse20251124Param | BetaComputerToolset20260801Param
+)
 
 
 def tool_definition(
@@ -471,13 +538,20 @@ def tool_definition(
 
     ``display_width``/``display_height`` are the size of the screenshots the model will see
     (the space its coordinates are in). ``enable_zoom`` exists only on ``computer_20251124``
-    and is sent only when true. Raises :class:`ValueError` for an unknown version,
-    non-positive dimensions, or ``enable_zoom`` with ``computer_20250124``. Remember to send
-    the matching :data:`BETA_HEADERS` flag.
+    and is sent only when true. :data:`TOOLSET_VERSION` declares no size (checked all the
+    same) and takes no ``enable_zoom``: its ``configs`` (:func:`toolset_configs`) enable
+    ``zoom`` with every other mapped member. Raises :class:`ValueError` for an unknown
+    version, non-positive dimensions, or ``enable_zoom`` with ``computer_20250124`` or the
+    toolset. Remember to send the matching :data:`BETA_HEADERS` flag, if any.
     """
     for label, size in (("display_width", display_width), ("display_height", display_height)):
         if not _is_int(size) or size <= 0:
             raise ValueError(f"{label} must be a positive integer, got {size!r}")
+    if version == TOOLSET_VERSION:
+        if enable_zoom:
+            raise ValueError("enable_zoom is a single-tool option; the toolset enables zoom through its configs")
+        toolset: BetaComputerToolset20260801Param = {"type": TOOLSET_VERSION, "configs": toolset_configs()}
+        return toolset
     if version == "computer_20250124":
         if enable_zoom:
             raise ValueError("enable_zoom needs computer_20251124; computer_20250124 has no zoom action")
@@ -498,7 +572,7 @@ def tool_definition(
         if enable_zoom:
             new["enable_zoom"] = True
         return new
-    raise ValueError(f"unknown computer tool version {version!r}; expected one of {sorted(BETA_HEADERS)}")
+    raise ValueError(f"unknown computer tool version {version!r}; expected one of {sorted(TOOL_VERSIONS)}")
 
 
 def _show(value: object) -> str:

@@ -2,8 +2,8 @@
 
 :class:`NativeAnthropicSession` speaks ``client.beta.messages.create`` (official SDK,
 ``max_retries=0``; failures classified by :func:`autocad_bench_anthropic.errors.classify`)
-with the computer-use beta flag of its tool version, and turns each response into one
-harness batch in desktop pixels.
+with the computer-use beta flag of its tool version (none for the toolset), and turns each
+response into one harness batch in desktop pixels.
 
 Message layout::
 
@@ -22,7 +22,10 @@ the reference when it has that size) is scaled; images of other sizes are sent u
 Responses:
 
 * every ``tool_use`` named ``computer`` is mapped with :func:`map_computer_action` and the
-  actions of all of them are concatenated into one batch, in order;
+  actions of all of them are concatenated into one batch, in order. With
+  ``computer_toolset_20260801`` (only when the ``computer_tool`` option names it) the tool
+  declares no size and each ``tool_use`` is named after its member (the action, e.g.
+  ``left_click``) and mapped with :func:`map_toolset_call`; any other name is malformed;
 * a ``screenshot`` request becomes ``{"type": "wait", "seconds": 0.1}``: it costs one
   action, because the broker captures a fresh frame after every batch and the model needs a
   batch to get one;
@@ -97,9 +100,13 @@ from autocad_bench_anthropic.history import (
 from autocad_bench_anthropic.native.actions import (
     BETA_HEADERS,
     TOOL_NAME,
+    TOOL_VERSIONS,
+    TOOLSET_VERSION,
     NativeActionError,
+    NativeStep,
     Region,
     map_computer_action,
+    map_toolset_call,
     tool_definition,
 )
 from autocad_bench_anthropic.options import CREDENTIAL_ENV, AnthropicOptions
@@ -241,8 +248,8 @@ class NativeAnthropicSession(ProviderSession):
 
     def __init__(self, request: SessionRequest, options: AnthropicOptions, api_key: str | None, *,
                  tool_version: str = DEFAULT_COMPUTER_TOOL) -> None:
-        if tool_version not in BETA_HEADERS:
-            raise ValueError(f"unknown computer tool version {tool_version!r}; expected one of {sorted(BETA_HEADERS)}")
+        if tool_version not in TOOL_VERSIONS:
+            raise ValueError(f"unknown computer tool version {tool_version!r}; expected one of {sorted(TOOL_VERSIONS)}")
         self._request = request
         self._options = options
         self._model = request.model.model
@@ -320,16 +327,19 @@ class NativeAnthropicSession(ProviderSession):
     def request_kwargs(self, pending: Entry) -> dict[str, Any]:
         """The ``beta.messages.create`` arguments of the committed history plus ``pending``."""
         shown = self._geometry.shown
-        return {
+        kwargs: dict[str, Any] = {
             "model": self._model,
             "max_tokens": self._options.max_tokens,
             "system": self._system,
             "tools": [tool_definition(self._version, shown.width, shown.height,
                                       enable_zoom=self._version == ZOOM_VERSION)],
             "messages": [e.render(self._store) for e in [*self._history, pending]],
-            "betas": [BETA_HEADERS[self._version]],
             "cache_control": cache_control(),
         }
+        beta = BETA_HEADERS.get(self._version)  # the toolset has no beta flag
+        if beta is not None:
+            kwargs["betas"] = [beta]
+        return kwargs
 
     def _desktop_text(self, observation: Observation) -> str:
         shown = self._geometry.shown
@@ -503,12 +513,16 @@ class NativeAnthropicSession(ProviderSession):
         pointer = self._state.pointer
         for call in calls:
             call_id = str(call.get("id"))
-            if call.get("name") != TOOL_NAME:
+            if self._version != TOOLSET_VERSION and call.get("name") != TOOL_NAME:
                 errors[call_id] = f"unknown tool {call.get('name')!r}; the only tool is {TOOL_NAME!r}"
                 continue
             tool_input: Any = call.get("input")
             try:
-                step = map_computer_action(tool_input, self._version, self._to_desktop, pointer)
+                step: NativeStep
+                if self._version == TOOLSET_VERSION:
+                    step = map_toolset_call(call.get("name"), tool_input, self._to_desktop, pointer)
+                else:
+                    step = map_computer_action(tool_input, self._version, self._to_desktop, pointer)
                 if step.kind == "zoom":
                     assert step.region is not None
                     answers[call_id] = PendingCall(id=call_id, zoom=self._zoom_box(step.region))
@@ -562,7 +576,7 @@ class NativeAnthropicSession(ProviderSession):
         if saved.get("format") != STATE_FORMAT:
             raise ValueError(f"unsupported native Anthropic checkpoint format {saved.get('format')!r}")
         version = saved.get("tool_version")
-        if not isinstance(version, str) or version not in BETA_HEADERS:
+        if not isinstance(version, str) or version not in TOOL_VERSIONS:
             raise ValueError(f"native Anthropic checkpoint has an unknown tool version {version!r}")
         messages = saved.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
