@@ -7,6 +7,7 @@ the pinned OpenAI SDK's own types, so field names cannot drift from the real API
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import itertools
 import json
@@ -161,8 +162,8 @@ def test_bad_base_url_is_located(options: dict[str, Any]) -> None:
 def test_other_option_problems_are_located() -> None:
     assert list(problems(spec(speed="fast"))) == [f"{LOCATION}.provider_options.speed"]
     assert list(problems(spec(coordinates="sideways"))) == [f"{LOCATION}.provider_options.coordinates"]
-    gpu = problems(spec(usd_per_gpu_hour=1.0))
-    assert list(gpu) == [f"{LOCATION}.provider_options.usd_per_gpu_hour"]
+    gpu = problems(spec(usd_per_gpu_hour=-1.0, gpus=0))
+    assert list(gpu) == [f"{LOCATION}.provider_options.usd_per_gpu_hour", f"{LOCATION}.provider_options.gpus"]
     negative = problems(spec(usd_per_million_input_tokens=-1))
     assert list(negative) == [f"{LOCATION}.provider_options.usd_per_million_input_tokens"]
 
@@ -174,6 +175,46 @@ def test_the_declared_price_is_the_options_rates_and_free_by_default() -> None:
     priced = provider.declared_price(spec(usd_per_million_input_tokens=0.2, usd_per_million_output_tokens=0.8))
     assert priced is not None and (str(priced.input), str(priced.cached_input), str(priced.output)) == (
         "0.2", "0.2", "0.8")
+
+
+def test_a_gpu_hour_price_bills_the_server_time_of_each_response(wire: ChatCompletionsWire,
+                                                                   tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from autocad_bench.costs.calculator import price_response
+    from autocad_bench.costs.pricing import ResolvedPrice
+
+    model = spec(wire, usd_per_gpu_hour=3.6, gpus=2)
+    price = OpenWeightProvider().declared_price(model)
+    assert price is not None and price.server_hour == Decimal("7.2") and price.input == 0
+    wire.push(text_reply("Thought: x\nAction: click(start_box='(10,10)')", n=0))
+
+    async def one() -> ModelTurn:
+        session = open_session(model, tmp_path)
+        try:
+            return await session.next_turn(observation(tmp_path, 0, None))
+        finally:
+            await session.aclose()
+
+    turn = asyncio.run(one())
+    assert 0 < turn.usage.server_seconds < 60
+    cost = price_response(ResolvedPrice(model=MODEL, price=price, priced_by_fallback=False,
+                                        as_of=datetime.date(2026, 12, 1)), turn.usage)
+    # 7.2 USD per hour is 0.002 USD per second of the request.
+    assert cost.server_usd == Decimal(str(turn.usage.server_seconds)) * Decimal("0.002")
+    assert cost.total_usd > 0 and cost.input_usd == 0 and cost.output_usd == 0
+    unpriced = asyncio.run(_one_unpriced(wire, tmp_path / "u"))
+    assert unpriced.usage.server_seconds == 0, "no GPU price, no server time recorded"
+
+
+async def _one_unpriced(wire: ChatCompletionsWire, root: Path) -> ModelTurn:
+    root.mkdir()
+    wire.push(text_reply("Thought: x\nAction: click(start_box='(10,10)')", n=0))
+    session = open_session(spec(wire), root)
+    try:
+        return await session.next_turn(observation(root, 0, None))
+    finally:
+        await session.aclose()
 
 
 def test_credential_names_follow_api_key_env(tmp_path: Path) -> None:

@@ -545,6 +545,8 @@ def describe_rates(price: ModelPrice) -> str:
     if price.long_context_threshold_tokens is not None:
         text += (f" (x{price.long_context_input_multiplier} input, x{price.long_context_output_multiplier} "
                  f"output above {price.long_context_threshold_tokens} input tokens)")
+    if price.server_hour:
+        text += f", plus ${price.server_hour} per hour of server time"
     return text
 
 
@@ -578,7 +580,7 @@ def _pricing(loaded: LoadedConfig, enabled: list[PlannedRollout], environ: Mappi
     declared_warnings = [f"{provider}/{model} is billed at the rates its provider_options declare: "
                          f"{describe_rates(price)}"
                          + (" (free: a self-hosted model's GPU time is not counted unless you set a price)"
-                            if price.input == 0 and price.output == 0 else "")
+                            if price.input == 0 and price.output == 0 and price.server_hour == 0 else "")
                          for model, (provider, price) in declared.items()
                          if any(r.model == model for r in enabled)]
     models = list(dict.fromkeys((r.provider, r.model) for r in enabled))

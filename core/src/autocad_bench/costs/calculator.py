@@ -49,6 +49,7 @@ class ResponseCost(StrictModel):
     cached_input_usd: Decimal
     cache_write_usd: Decimal
     output_usd: Decimal
+    server_usd: Decimal = Decimal(0)
     total_usd: Decimal
     long_context: bool = False
     priced_by_fallback: bool = False
@@ -80,7 +81,9 @@ def price_response(resolved: ResolvedPrice, usage: TokenUsage) -> ResponseCost:
         cached_usd = _per_million(usage.cached_input_tokens, rate.cached_input * in_mult)
         write_usd = _per_million(usage.cache_write_tokens, rate.cache_write * in_mult)
         output_usd = _per_million(usage.output_tokens, rate.output * out_mult)
-        total = input_usd + cached_usd + write_usd + output_usd
+        # Server time is billed per hour, never with the long-context premium.
+        server_usd = Decimal(str(usage.server_seconds)) * rate.server_hour / 3600
+        total = input_usd + cached_usd + write_usd + output_usd + server_usd
     return ResponseCost(
         model=model,
         usage=usage,
@@ -88,6 +91,7 @@ def price_response(resolved: ResolvedPrice, usage: TokenUsage) -> ResponseCost:
         cached_input_usd=cached_usd,
         cache_write_usd=write_usd,
         output_usd=output_usd,
+        server_usd=server_usd,
         total_usd=quantize_usd(total),
         long_context=long_context,
         priced_by_fallback=resolved.priced_by_fallback,

@@ -50,6 +50,13 @@ PerMillionUsd = Annotated[
 ]
 """A price in USD per million tokens (finite, not negative)."""
 
+PerHourUsd = Annotated[
+    Decimal,
+    Field(ge=0, allow_inf_nan=False, description="USD per hour"),
+    PlainSerializer(_decimal_as_json_number, return_type=float, when_used="json"),
+]
+"""A price in USD per hour of server time (finite, not negative)."""
+
 Multiplier = Annotated[
     Decimal,
     Field(ge=1, allow_inf_nan=False),
@@ -75,6 +82,9 @@ class ModelPrice(StrictModel):
     cached_input: PerMillionUsd
     cache_write: PerMillionUsd
     output: PerMillionUsd
+    server_hour: PerHourUsd = Field(
+        default=Decimal(0), description="USD per hour of server time (TokenUsage.server_seconds): a self-hosted "
+        "model's GPU-hour price; 0 for metered APIs")
     long_context_threshold_tokens: int | None = Field(default=None, gt=0)
     long_context_input_multiplier: Multiplier = Decimal(1)
     long_context_output_multiplier: Multiplier = Decimal(1)

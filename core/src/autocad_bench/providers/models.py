@@ -46,7 +46,9 @@ class TokenUsage(StrictModel):
 
     ``input_tokens`` is uncached input; cached reads and cache writes are counted apart
     because they are priced apart. ``reasoning_tokens`` is a diagnostic subset of
-    ``output_tokens``, never added to it.
+    ``output_tokens``, never added to it. ``server_seconds`` is the time a self-hosted server
+    spent on the response, reported only by providers whose model is billed by server time
+    (a GPU-hour price); it is 0 for every metered API.
     """
 
     input_tokens: int = Field(default=0, ge=0)
@@ -54,6 +56,7 @@ class TokenUsage(StrictModel):
     cache_write_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     reasoning_tokens: int = Field(default=0, ge=0)
+    server_seconds: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
     @property
     def total_input_tokens(self) -> int:
@@ -66,6 +69,7 @@ class TokenUsage(StrictModel):
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            server_seconds=round(self.server_seconds + other.server_seconds, 6),
         )
 
 

@@ -56,6 +56,10 @@ class OpenWeightOptions(BaseModel):
         "(cached input is billed at the same rate); 0 = free, said in a plan warning")
     usd_per_million_output_tokens: float = Field(default=0.0, ge=0,
                                                  description="the same per million output tokens")
+    usd_per_gpu_hour: float = Field(
+        default=0.0, ge=0, description="what one GPU of the server costs per hour; each response is billed "
+        "its request's wall time times gpus at this rate (an upper bound when requests share the server)")
+    gpus: int = Field(default=1, ge=1, le=1024, description="GPUs the server holds for this model")
 
 
 def parse_options(model: ModelSpec) -> OpenWeightOptions:

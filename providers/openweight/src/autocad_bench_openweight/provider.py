@@ -88,7 +88,8 @@ class OpenWeightProvider(ModelProvider):
         options = parse_options(model)
         input_rate = Decimal(str(options.usd_per_million_input_tokens))
         return ModelPrice(input=input_rate, cached_input=input_rate, cache_write=input_rate,
-                          output=Decimal(str(options.usd_per_million_output_tokens)))
+                          output=Decimal(str(options.usd_per_million_output_tokens)),
+                          server_hour=Decimal(str(options.usd_per_gpu_hour)) * options.gpus)
 
     def check_model_catalog(self, models: list[ModelSpec], credentials: Credentials) -> list[CatalogEntry]:
         """Ask each server for its model list (``GET {base_url}/models``, SDK retries off).
@@ -151,6 +152,7 @@ class OpenWeightProvider(ModelProvider):
             strict_tools=options.strict_tools,
             temperature=options.temperature,
             telemetry=options.telemetry,
+            server_seconds=options.usd_per_gpu_hour > 0,
         )
         client = AsyncOpenAI(api_key=api_key, base_url=options.base_url, max_retries=0, timeout=options.timeout_s)
         if request.model.tool_mode != "native":

@@ -77,6 +77,9 @@ class SessionSettings:
     header_names: frozenset[str] = frozenset({"retry-after", "retry-after-ms", "x-request-id"})
     cached_tokens_header: str | None = None
     telemetry: bool = True
+    server_seconds: bool = False
+    """Report each response's request wall time as ``TokenUsage.server_seconds`` (for a model
+    billed by server time: a self-hosted model with a GPU-hour price)."""
 
 
 class HistorySession(ProviderSession):
@@ -141,6 +144,10 @@ class HistorySession(ProviderSession):
         if data is None:
             parsed = _malformed(parsed, "the response body is not JSON")
         parsed = self._cached_from_headers(parsed, header_list)
+        if self._settings.server_seconds:
+            usage = parsed.turn.usage.model_copy(update={"server_seconds": round(elapsed, 3)})
+            parsed = ParsedTurn(parsed.turn.model_copy(update={"usage": usage}), parsed.assistant, parsed.call_id,
+                                parsed.call_summary, parsed.finish_reason, parsed.reasoning_chars, parsed.raw_usage)
         self._conversation.commit(prepared, parsed.assistant, parsed.call_id, parsed.call_summary)
         self.adapter_cpu_s = cpu + time.thread_time() - resumed_cpu
         self._telemetry({
