@@ -58,13 +58,11 @@ Not done here (unlike the function-mode session): compaction, screenshot strippi
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import io
 import json
 import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,39 +173,12 @@ class ScaledImageStore(ImageStore):
     def __init__(self, root: Path, geometry: ScreenGeometry) -> None:
         super().__init__(root)
         self.geometry = geometry
-        self._scaled: dict[str, str] = {}
 
-    def b64(self, path: str, sha256: str) -> str:
-        """Base64 of ``root/path`` (checksum verified), scaled when it has the desktop's size."""
-        cached = self._scaled.get(sha256)
-        if cached is not None:
-            return cached
-        file = (self.root / path).resolve()
-        root = self.root.resolve()
-        if root != file and root not in file.parents:
-            raise ArtifactIntegrityError(f"image {path!r} is outside the rollout directory")
-        try:
-            data = file.read_bytes()
-        except OSError as error:
-            raise ArtifactIntegrityError(f"image {path!r} cannot be read: {error.strerror or error}") from None
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != sha256:
-            raise ArtifactIntegrityError(
-                f"image {path!r} does not match its recorded sha256 checksum "
-                f"(expected {sha256[:12]}..., file has {digest[:12]}...); nothing was sent"
-            )
+    def prepare(self, data: bytes) -> bytes:
+        """A desktop-sized image scaled to the shown geometry; other images as they are."""
         if not self.geometry.is_identity and self._desktop_sized(data):
-            data = scale_png(data, self.geometry)
-        encoded = base64.b64encode(data).decode("ascii")
-        self._scaled[sha256] = encoded
-        self.encodings += 1
-        return encoded
-
-    def retain(self, sha256s: Iterable[str]) -> None:
-        """Forget the encodings of images no longer referenced."""
-        keep = set(sha256s)
-        for digest in [d for d in self._scaled if d not in keep]:
-            del self._scaled[digest]
+            return scale_png(data, self.geometry)
+        return data
 
     def _desktop_sized(self, data: bytes) -> bool:
         from PIL import Image
