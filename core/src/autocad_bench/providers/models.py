@@ -120,6 +120,10 @@ class Observation(StrictModel):
     tool_use_id: str | None = None
     remaining_actions: int = Field(ge=0)
     post_action_visual_stable: bool | None = None
+    pointer: tuple[int, int] | None = None
+    """Where the desktop's pointer was when ``frame`` was captured, in desktop pixels, as the
+    broker read it (so moves the application made itself are included); ``None`` when the
+    broker did not report it (an older broker, or a frame restored from an older trace)."""
 
 
 class ModelTurn(StrictModel):

@@ -190,6 +190,7 @@ def malformed_feedback(observation: Observation, turn: ModelTurn) -> Observation
         tool_use_id=turn.tool_use_id,
         remaining_actions=observation.remaining_actions,
         post_action_visual_stable=observation.post_action_visual_stable,
+        pointer=observation.pointer,
     )
 
 
