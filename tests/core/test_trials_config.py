@@ -168,10 +168,12 @@ def _validate(options: dict[str, Any], base_dir: Path) -> list[str]:
 
 
 def test_scripted_options_take_exactly_one_of_script_and_scripts(tmp_path: Path) -> None:
-    one_of = ('cfg.json: $.rollouts[0].provider_options: give exactly one of "script" (one JSONL file) or '
-              '"scripts" (a list of them; trial n replays scripts[(n - 1) % len(scripts)])')
+    one_of = ('cfg.json: $.rollouts[0].provider_options: give exactly one of "script" (one JSONL file), '
+              '"scripts" (a list of them; trial n replays scripts[(n - 1) % len(scripts)]) or "task_script" '
+              '(a file in the task\'s folder, e.g. "solution.librecad.jsonl")')
     assert _validate({}, tmp_path) == [one_of]
     assert _validate({"script": str(SCRIPT), "scripts": [str(SCRIPT)]}, tmp_path) == [one_of]
+    assert _validate({"script": str(SCRIPT), "task_script": "solution.librecad.jsonl"}, tmp_path) == [one_of]
     assert _validate({"scripts": []}, tmp_path) == [
         "cfg.json: $.rollouts[0].provider_options.scripts: List should have at least 1 item after validation, "
         "not 0"]

@@ -42,28 +42,16 @@ def test_the_example_pool_settings_are_valid() -> None:
     assert HyperVPlugin().validate_spec(spec, "$") == []
 
 
-def _absolute(value: str) -> str:
-    return str((EXAMPLES / value).resolve())
-
-
 def example_on(lab: Lab, tmp: Path, mode: str, **settings: Any) -> tuple[Path, dict[str, Any]]:
     """``examples/local-librecad.json`` with only its infrastructure block replaced by the fake pool.
 
-    The copy lives in ``tmp``, so its paths (relative to ``examples/``) are made absolute.
+    The example names the packaged suite and each task's own solution, so the copy in ``tmp``
+    runs unchanged.
     """
     config = json.loads((EXAMPLES / "local-librecad.json").read_text())
     config["infrastructure"] = {"backend": "local-hyperv", "broker_version": config["infrastructure"]["broker_version"],
                                 "settings": lab.settings(subprocess=True, **settings)}
     config["execution_mode"] = mode
-    for key in ("tasks_dir", "task_suite"):
-        if key in config:
-            config[key] = _absolute(config[key])
-    if config.get("evaluation", {}).get("gold_cache"):
-        config["evaluation"]["gold_cache"] = _absolute(config["evaluation"]["gold_cache"])
-    for rollout in config["rollouts"]:
-        options = rollout.get("provider_options", {})
-        if "script" in options:
-            options["script"] = _absolute(options["script"])
     path = tmp / f"hyperv-{mode}.json"
     path.write_text(json.dumps(config))
     return path, config

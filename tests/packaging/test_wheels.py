@@ -181,3 +181,30 @@ def test_a_deterministic_evaluation_install_has_no_judge_sdk(tmp_path: Path, whe
     said = subprocess.run([python, "-c", judge], capture_output=True, text=True, timeout=60)
     assert said.stdout.strip() == ("the vision judge's SDK (openai) is not installed: "
                                    'pip install "autocad-bench[judge]"'), said.stdout + said.stderr
+
+
+@pytest.mark.integration
+def test_the_two_documented_commands_score_a_run_in_an_empty_directory(tmp_path: Path, wheels: Path) -> None:
+    """README: install ``autocad-bench[xvfb,evaluator]``, ``autocad-bench init ex``, then the batch
+    command it prints; run outside the checkout with only the installed wheels."""
+    venv = venv_with(tmp_path, wheels, "autocad-bench[xvfb,evaluator]")
+    check = subprocess.run(["uv", "pip", "check", "--python", str(venv / "bin" / "python")], capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "CI": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    init = subprocess.run(["autocad-bench", "init", "ex"], cwd=work, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert init.returncode == 0, init.stderr
+    printed = next(line for line in init.stdout.splitlines() if line.startswith("run it:"))
+    command = printed.removeprefix("run it:").split()
+    assert command[0] == "autocad-bench-batch" and "--execute" in command
+    run = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = work / command[command.index("--output-dir") + 1]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(r["task_id"], r["score"]) for r in summary["rollouts"]] == [
+        ("prim-rectangle", 1.0), ("prim-circle-concentric", 1.0), ("part-plate-four-holes", 1.0)]
+    assert "site-packages" not in (work / "ex" / "batch.json").read_text()

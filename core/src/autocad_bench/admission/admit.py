@@ -69,10 +69,12 @@ class Admission:
     """Rates providers declared for their models (:meth:`ModelProvider.declared_price`)."""
 
 
-def model_spec(entry: RolloutEntry, base_dir: Path | None = None) -> ModelSpec:
-    """The provider-facing view of a rollout entry; relative option paths resolve against ``base_dir``."""
+def model_spec(entry: RolloutEntry, base_dir: Path | None = None, tasks_dir: Path | None = None) -> ModelSpec:
+    """The provider-facing view of a rollout entry; relative option paths resolve against
+    ``base_dir``, and ``task_dir`` is the entry's folder under ``tasks_dir`` when there is one."""
     return ModelSpec(provider=entry.provider, model=entry.model, options=entry.provider_options,
-                     tool_mode=entry.tool_mode, base_dir=base_dir)
+                     tool_mode=entry.tool_mode, base_dir=base_dir,
+                     task_dir=tasks_dir / entry.task_id if tasks_dir is not None else None)
 
 
 def admit(
@@ -332,7 +334,7 @@ def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]
                 problems += [Problem(f"{where}.provider", str(p)) for p in error.problems]
                 continue
         handle = providers[entry.provider]
-        found = list(handle.call("validate_model_spec", model=model_spec(entry, loaded.path.parent),
+        found = list(handle.call("validate_model_spec", model=model_spec(entry, loaded.path.parent, loaded.tasks_dir),
                                  location=where) or [])
         # The options contract holds even for a provider whose own validate_model_spec skips
         # it (an override that does not call super()): core validates through options_model.
@@ -382,7 +384,7 @@ def _credentials(
     passed_on: set[str] = set()
     for rollout in enabled:
         if rollout.index not in by_assignment:
-            spec = model_spec(rollout.entry, loaded.path.parent)
+            spec = model_spec(rollout.entry, loaded.path.parent, loaded.tasks_dir)
             required = list(providers[rollout.provider].call("credential_names", model=spec) or [])
             optional = [n for n in optional_environment(providers[rollout.provider], environ) if n not in required]
             required_by_assignment[rollout.index] = required

@@ -10,6 +10,7 @@ import click
 
 from autocad_bench import __version__
 from autocad_bench.cli.batch import batch_command
+from autocad_bench.cli.init import init_command
 from autocad_bench.cli.metrics import compare_command, leaderboard_command, metrics_command
 from autocad_bench.cli.models import models_command
 from autocad_bench.cli.reap import reap_command
@@ -30,6 +31,7 @@ def cli() -> None:
 
 
 cli.add_command(batch_command)
+cli.add_command(init_command)
 cli.add_command(resume_command)
 cli.add_command(models_command)
 cli.add_command(dashboard_command)

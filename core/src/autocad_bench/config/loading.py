@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from autocad_bench.config.models import BatchConfig, BudgetConfig
+from autocad_bench.config.packs import TaskPack, find_suite, is_suite_name
 from autocad_bench.config.trials import PlannedRollout, expand_trials
 from autocad_bench.errors import ConfigError, Problem
 from autocad_bench.validation import problems_from_validation_error
@@ -33,6 +34,8 @@ class LoadedConfig:
     only_rollouts: frozenset[str] | None = None
     rerun_of: str | None = None
     """The batch id whose failed rollouts this batch reruns (``--rerun-failed-from``)."""
+    pack: TaskPack | None = None
+    """The task pack a suite name resolved in (``None`` when ``task_suite`` is a file path)."""
 
     def planned_rollouts(self) -> tuple[PlannedRollout, ...]:
         """Every rollout of the batch, one per (assignment, trial); see :mod:`.trials`."""
@@ -104,7 +107,12 @@ def _reject_constant(name: str) -> None:
 
 
 def parse_config_text(text: str, label: str) -> BatchConfig:
-    """Parse and validate configuration text; raise :class:`ConfigError` naming every problem."""
+    """Parse and validate configuration text, a suite name completed from its task pack;
+    raise :class:`ConfigError` naming every problem."""
+    return _parse(text, label)[0]
+
+
+def _parse(text: str, label: str) -> tuple[BatchConfig, TaskPack | None]:
     try:
         data = json.loads(
             text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
@@ -120,9 +128,36 @@ def parse_config_text(text: str, label: str) -> BatchConfig:
     if not isinstance(data, dict):
         raise ConfigError([Problem(f"{label}: $", "the configuration must be a JSON object")])
     try:
-        return BatchConfig.model_validate(data)
+        config = BatchConfig.model_validate(data)
     except ValidationError as error:
         raise ConfigError(problems_from_validation_error(error, f"{label}: $")) from None
+    return complete_from_pack(config, label)
+
+
+def complete_from_pack(config: BatchConfig, label: str) -> tuple[BatchConfig, TaskPack | None]:
+    """``config`` with a suite *name* replaced by the packaged suite's absolute file, and its
+    unset ``tasks_dir``, ``evaluation.gold_cache`` and ``evaluation.evaluator_version`` taken
+    from the same pack (see :mod:`autocad_bench.config.packs`); unchanged for a suite path.
+
+    Raises :class:`ConfigError` at ``$.task_suite`` when no installed pack ships the name.
+    """
+    if not config.task_suite or not is_suite_name(config.task_suite):
+        return config, None
+    pack, suite_file = find_suite(config.task_suite, f"{label}: $.task_suite")
+    evaluation = config.evaluation
+    filled: dict[str, object] = {}
+    if evaluation.gold_cache is None and pack.gold_cache is not None:
+        filled["gold_cache"] = str(pack.gold_cache)
+        # The pack's version belongs to the pack's gold cache: a configuration that names
+        # its own gold cache names its own version too (admission checks the pair).
+        if evaluation.evaluator_version is None and pack.evaluator_version is not None:
+            filled["evaluator_version"] = pack.evaluator_version
+    completed = config.model_copy(update={
+        "task_suite": str(suite_file),
+        "tasks_dir": config.tasks_dir if config.tasks_dir is not None else str(pack.tasks_dir),
+        "evaluation": evaluation.model_copy(update=filled),
+    })
+    return completed, pack
 
 
 def load_config(path: Path | str) -> LoadedConfig:
@@ -135,7 +170,8 @@ def load_config(path: Path | str) -> LoadedConfig:
         raise ConfigError([Problem(label, "file not found")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError([Problem(label, f"cannot read: {error}")]) from None
-    return LoadedConfig(parse_config_text(text, label), path, label)
+    config, pack = _parse(text, label)
+    return LoadedConfig(config, path, label, pack=pack)
 
 
 def effective_budgets(

@@ -223,7 +223,7 @@ class BatchRunner:
         assignment = PilotAssignment(
             batch_id=self.batch_id, rollout_id=entry.rollout_id, attempt_id=attempt_id, task_id=entry.task_id,
             trial=entry.trial, task_prompt=task.spec.prompt, reference_png=str(task.reference_path),
-            model=_spec(entry, self.loaded.path.parent), budgets=self.budgets,
+            model=_spec(entry, self.loaded.path.parent, tasks_dir), budgets=self.budgets,
             pricing=self.prices,
             credential_names=tuple(self.admission.credential_names.get(entry.rollout_id, ())),
             infrastructure_backend=self.backend.name,
@@ -456,10 +456,10 @@ class BatchRunner:
             handle.write(f"{utcnow().isoformat()} controller: {message}\n")
 
 
-def _spec(entry: PlannedRollout, base_dir: Path):  # type: ignore[no-untyped-def]
+def _spec(entry: PlannedRollout, base_dir: Path, tasks_dir: Path):  # type: ignore[no-untyped-def]
     from autocad_bench.admission import model_spec
 
-    return model_spec(entry.entry, base_dir)
+    return model_spec(entry.entry, base_dir, tasks_dir)
 
 
 def _read_result(paths: RolloutPaths) -> RolloutResult | None:

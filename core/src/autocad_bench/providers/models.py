@@ -29,6 +29,9 @@ class ModelSpec(StrictModel):
     base_dir: Path | None = Field(
         default=None, description="directory that relative paths in ``options`` are resolved against"
     )
+    task_dir: Path | None = Field(
+        default=None, description="the folder of the task this rollout runs (task.json, reference "
+        "solutions), when the batch has a task directory; None in catalog-only checks")
 
 
 class CatalogEntry(StrictModel):

@@ -6,12 +6,15 @@ a ``done`` action. It needs no credentials, so the whole pipeline (desktop, brok
 traces, evaluation) runs end to end without an API key; replaying a task's reference
 solution is how the task suite proves every task solvable.
 
-Options: exactly one of ``script`` (path, relative to the configuration file) or
-``scripts`` (a non-empty list of such paths), optional ``latency_s`` (simulated model
-latency per turn, for load tests). With ``scripts`` the script depends on the rollout's
-trial (see ``trials`` in the batch configuration): trial n replays
+Options: exactly one of ``script`` (path, relative to the configuration file),
+``scripts`` (a non-empty list of such paths) or ``task_script`` (a file name inside the
+folder of the task the rollout runs, such as ``"solution.librecad.jsonl"``, the reference
+solution every LibreCAD task ships: one configuration entry can then replay each task's own
+solution, with no path into the installed package), and optional ``latency_s`` (simulated
+model latency per turn, for load tests). With ``scripts`` the script depends on the
+rollout's trial (see ``trials`` in the batch configuration): trial n replays
 ``scripts[(n - 1) % len(scripts)]``, so repeated trials of one assignment can exercise
-different behaviour. Every listed script is read and checked at admission.
+different behaviour. Every script a batch will replay is read and checked at admission.
 """
 
 from __future__ import annotations
@@ -46,27 +49,33 @@ class ScriptedOptions(BaseModel):
 
     script: str | None = Field(default=None, min_length=1)
     scripts: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+    task_script: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="a file name in the rollout's task folder, e.g. solution.librecad.jsonl")
     latency_s: float = Field(default=0.0, ge=0, le=600)
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
-        if (self.script is None) == (self.scripts is None):
+        if sum(source is not None for source in (self.script, self.scripts, self.task_script)) != 1:
             raise PydanticCustomError(
                 "one_script_source",
-                'give exactly one of "script" (one JSONL file) or "scripts" (a list of them; trial n '
-                "replays scripts[(n - 1) % len(scripts)])")
+                'give exactly one of "script" (one JSONL file), "scripts" (a list of them; trial n '
+                'replays scripts[(n - 1) % len(scripts)]) or "task_script" (a file in the task\'s folder, '
+                'e.g. "solution.librecad.jsonl")')
         return self
 
     @property
     def listed(self) -> list[tuple[str, str]]:
-        """(option path, script) for every script named: ``("script", p)`` or ``("scripts[i]", p)``."""
+        """(option path, script) for every script named by path: ``("script", p)`` or
+        ``("scripts[i]", p)``; empty for ``task_script``, which depends on the task."""
         if self.scripts is not None:
             return [(f"scripts[{i}]", script) for i, script in enumerate(self.scripts)]
-        assert self.script is not None
-        return [("script", self.script)]
+        if self.script is not None:
+            return [("script", self.script)]
+        return []
 
     def for_trial(self, trial: int) -> str:
-        """The script trial ``trial`` (1-based) replays."""
+        """The script (by path) trial ``trial`` (1-based) replays."""
         if self.scripts is not None:
             return self.scripts[(trial - 1) % len(self.scripts)]
         assert self.script is not None
@@ -78,6 +87,11 @@ def _script_path(model: ModelSpec, script: str) -> Path:
     if not path.is_absolute() and model.base_dir is not None:
         path = model.base_dir / path
     return path
+
+
+def _task_script_path(model: ModelSpec, name: str) -> Path | None:
+    """``name`` inside the rollout's task folder; ``None`` when the batch has no task directory."""
+    return model.task_dir / name if model.task_dir is not None else None
 
 
 def load_script(path: Path) -> list[JsonObject | None]:
@@ -102,8 +116,15 @@ class ScriptedProvider(ModelProvider):
     def check_options(self, model: ModelSpec, options: ScriptedOptions, location: str) -> list[Problem]:
         """Every listed script exists (relative to the configuration file) and is JSONL."""
         problems = []
-        for where, script in options.listed:
-            path = _script_path(model, script)
+        listed = [(where, _script_path(model, script)) for where, script in options.listed]
+        if options.task_script is not None:
+            in_task = _task_script_path(model, options.task_script)
+            if in_task is None:
+                problems.append(Problem(f"{location}.provider_options.task_script",
+                                        "task_script needs the batch's task directory (set task_suite or tasks_dir)"))
+            else:
+                listed.append(("task_script", in_task))
+        for where, path in listed:
             try:
                 load_script(path)
             except FileNotFoundError:
@@ -114,7 +135,13 @@ class ScriptedProvider(ModelProvider):
 
     def open_session(self, request: SessionRequest, credentials: Credentials) -> ProviderSession:
         options = ScriptedOptions.model_validate(request.model.options)
-        path = _script_path(request.model, options.for_trial(request.trial))
+        if options.task_script is not None:
+            in_task = _task_script_path(request.model, options.task_script)
+            if in_task is None:
+                raise ValueError("task_script needs the rollout's task folder, and this rollout has none")
+            path = in_task
+        else:
+            path = _script_path(request.model, options.for_trial(request.trial))
         return ScriptedSession(load_script(path), options.latency_s, request.resume_state)
 
 
