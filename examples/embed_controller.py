@@ -1,12 +1,13 @@
-"""Embedding autocad-bench: register a backend in-process, then plan a batch with it.
+"""Embedding autocad-bench: register a backend in-process, then plan (or run) a batch with it.
 
 An application that already manages its desktops can hand them to the controller without
 publishing a distribution: define a backend, call ``register_infrastructure_plugin()``,
-and select it by name in the batch configuration.
+select it by name in the configuration, and call the public API (``plan_batch`` and
+``run_batch``). This file needs nothing beside it: the batch names the packaged smoke
+suite and replays each task's own reference solution.
 
-    python examples/embed_controller.py BROKER_URL TOKEN_ENV_NAME
-
-prints the plan report for a two-rollout scripted batch on that one desktop.
+    python embed_controller.py BROKER_URL TOKEN_ENV_NAME            # print the plan report
+    python embed_controller.py BROKER_URL TOKEN_ENV_NAME OUTPUT_DIR # run it, print the scores
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from autocad_bench import InfrastructurePlugin, register_infrastructure_plugin
-from autocad_bench.admission import AdmissionOptions, admit
-from autocad_bench.config import effective_budgets, parse_config_text
-from autocad_bench.config.loading import LoadedConfig
+from autocad_bench import (
+    BatchNotAdmitted,
+    InfrastructurePlugin,
+    UserError,
+    plan_batch,
+    register_infrastructure_plugin,
+    run_batch,
+)
 from autocad_bench.infrastructure import (
     BROKER_TOKEN_ENV,
     BROKER_URL_ENV,
@@ -36,9 +39,6 @@ from autocad_bench.infrastructure import (
     RolloutLaunchRequest,
     SharedChild,
 )
-from autocad_bench.plugins import PluginHost
-
-HERE = Path(__file__).resolve().parent
 
 
 class SingleDesktopSettings(BaseModel):
@@ -78,28 +78,46 @@ class SingleDesktop(InfrastructurePlugin):
         return ReapReport()  # the application owns the desktop's lifetime
 
 
-def main(broker_url: str, token_env: str) -> int:
-    register_infrastructure_plugin(SingleDesktop())
-    config = {
-        "expected_rollouts": 2,
+SMOKE_TASKS = ("prim-rectangle", "prim-circle-concentric", "part-plate-four-holes")
+
+
+def configuration(broker_url: str, token_env: str) -> dict[str, object]:
+    """The batch: the packaged smoke suite's reference solutions on the application's desktop."""
+    return {
+        "expected_rollouts": len(SMOKE_TASKS),
+        "task_suite": "smoke",
         "infrastructure": {"backend": "my-app-desktop", "broker_version": "windows-autocad-2019-v11",
                            "settings": {"broker_url": broker_url, "token_env": token_env}},
-        "evaluation": {"enabled": False},
         "rollouts": [
-            {"rollout_id": f"embedded-{i}", "task_id": f"task-{i}", "provider": "scripted",
-             "model": "replay", "provider_options": {"script": str(HERE / "scripts" / "line-and-circle.jsonl")}}
-            for i in (1, 2)
+            {"rollout_id": f"embedded-{task}", "task_id": task, "provider": "scripted", "model": "replay",
+             "provider_options": {"task_script": "solution.librecad.jsonl"}}
+            for task in SMOKE_TASKS
         ],
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "embedded.json"
-        loaded = LoadedConfig(parse_config_text(json.dumps(config), str(path)), path, str(path))
-        environ = dict(os.environ)
-        budgets = effective_budgets(loaded.config.budgets, environ=environ)
-        admission = admit(loaded, PluginHost(environ=environ), environ, budgets, AdmissionOptions())
-    print(json.dumps(admission.report.model_dump(mode="json"), indent=2))
-    return 0 if admission.report.passed else 1
+
+
+def main(broker_url: str, token_env: str, output_dir: str | None = None) -> int:
+    register_infrastructure_plugin(SingleDesktop())
+    config = configuration(broker_url, token_env)
+    try:
+        if output_dir is None:
+            report = plan_batch(config)
+            print(json.dumps(report.model_dump(mode="json"), indent=2))
+            return 0 if report.passed else 1
+        outcome = run_batch(config, output_dir)
+    except BatchNotAdmitted as refused:
+        print(json.dumps(refused.report.model_dump(mode="json"), indent=2))
+        return 1
+    except UserError as error:  # a configuration mistake: say where, no traceback
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    print(json.dumps({"batch_id": outcome.batch_id, "scores": outcome.scores,
+                      "statuses": {r.rollout_id: r.status for r in outcome.results}}, indent=2))
+    return outcome.exit_code
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    sys.exit(main(*sys.argv[1:]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -168,14 +169,23 @@ def test_broken_unselected_entry_point_does_not_break_the_batch(
     assert "Traceback" not in result.stderr
 
 
-def test_embedding_example_registers_in_process(health_server: tuple[str, str]) -> None:
+def test_embedding_example_registers_in_process(health_server: tuple[str, str], tmp_path: Path) -> None:
+    """Copied alone into an empty directory, the example plans through the public API only."""
     url, token = health_server
-    result = subprocess.run([sys.executable, str(REPO / "examples" / "embed_controller.py"), url, "EMBED_TOKEN"],
+    copy = tmp_path / "embed_controller.py"
+    shutil.copy(REPO / "examples" / "embed_controller.py", copy)
+    source = copy.read_text()
+    assert "autocad_bench.admission" not in source and "autocad_bench.config" not in source
+    result = subprocess.run([sys.executable, str(copy), url, "EMBED_TOKEN"], cwd=tmp_path,
                             capture_output=True, text=True, env={**os.environ, "EMBED_TOKEN": token}, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["infrastructure_backend"] == "my-app-desktop"
-    assert report["passed"] is True
+    assert report["passed"] is True and report["enabled_rollouts"] == 3
+    missing = subprocess.run([sys.executable, str(copy), url, "EMBED_TOKEN"], cwd=tmp_path,
+                             capture_output=True, text=True, env={**os.environ, "EMBED_TOKEN": ""}, timeout=120)
+    assert missing.returncode == 1 and json.loads(missing.stdout)["passed"] is False
+    assert "Traceback" not in missing.stderr
 
 
 def test_subprocess_lifecycle_runs_the_exact_child_with_the_broker(tmp_path: Path,

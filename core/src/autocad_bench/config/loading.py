@@ -109,10 +109,11 @@ def _reject_constant(name: str) -> None:
 def parse_config_text(text: str, label: str) -> BatchConfig:
     """Parse and validate configuration text, a suite name completed from its task pack;
     raise :class:`ConfigError` naming every problem."""
-    return _parse(text, label)[0]
+    return parse_with_pack(text, label)[0]
 
 
-def _parse(text: str, label: str) -> tuple[BatchConfig, TaskPack | None]:
+def parse_with_pack(text: str, label: str) -> tuple[BatchConfig, TaskPack | None]:
+    """:func:`parse_config_text`, plus the task pack a suite name resolved in (``None`` for a path)."""
     try:
         data = json.loads(
             text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
@@ -170,7 +171,7 @@ def load_config(path: Path | str) -> LoadedConfig:
         raise ConfigError([Problem(label, "file not found")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError([Problem(label, f"cannot read: {error}")]) from None
-    config, pack = _parse(text, label)
+    config, pack = parse_with_pack(text, label)
     return LoadedConfig(config, path, label, pack=pack)
 
 
