@@ -1,4 +1,4 @@
-"""Static checks of the Windows deployment scripts (``broker-win/windows/*.ps1``).
+"""Static checks of the Windows deployment scripts (``autocad_bench_broker/windows/*.ps1``).
 
 PowerShell cannot run here (no Windows, no ``pwsh``), so these scripts are **not executed** by
 this suite. What is checked is text: the delimiters balance (with PowerShell's strings,
@@ -16,13 +16,14 @@ import re
 from pathlib import Path
 
 import click
+import click.testing
 import pytest
 
 from autocad_bench_broker import cli
 from autocad_bench_broker.readiness import READINESS_PATH, ReadinessRecord
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "broker-win" / "windows"
+SCRIPTS = ROOT / "broker-win" / "src" / "autocad_bench_broker" / "windows"
 INSTALL = SCRIPTS / "Install-AutocadBenchBroker.ps1"
 START = SCRIPTS / "Start-AutocadBenchBroker.ps1"
 
@@ -395,3 +396,16 @@ def test_the_start_script_checks_identity_before_writing_readiness() -> None:
     assert "(Get-Process -Id $brokerPid).SessionId" in body
     assert "ConvertTo-Json -InputObject $Value -Depth 8 -Compress" in start
     assert "New-Object System.Text.UTF8Encoding($false)" in start
+
+
+def test_the_scripts_ship_in_the_package_and_copy_out(tmp_path: Path) -> None:
+    """Operators without a checkout get the scripts from the installed broker, never overwriting."""
+    runner = click.testing.CliRunner()
+    result = runner.invoke(cli.cli, ["windows-scripts", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    for script in (INSTALL, START):
+        assert (tmp_path / "out" / script.name).read_bytes() == script.read_bytes()
+    (tmp_path / "out" / START.name).write_text("mine")
+    again = runner.invoke(cli.cli, ["windows-scripts", str(tmp_path / "out")])
+    assert again.exit_code == 2 and "already exists" in again.output
+    assert (tmp_path / "out" / START.name).read_text() == "mine"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,7 @@ def test_the_release_build_has_every_distribution_and_no_example(tmp_path: Path)
         assert f"{name}-0.1.0.tar.gz" in built, name
     assert not [b for b in built if b.startswith("autocad_bench_example_backend")]
     assert len(built) == 2 * len(published)
+    with zipfile.ZipFile(out / "autocad_bench_broker-0.1.0-py3-none-any.whl") as broker:
+        assert {"autocad_bench_broker/windows/Install-AutocadBenchBroker.ps1",
+                "autocad_bench_broker/windows/Start-AutocadBenchBroker.ps1"} <= set(broker.namelist()), \
+            "docs/windows-image.md tells operators to copy the scripts out of the installed broker"

@@ -37,8 +37,9 @@ Xvfb display and reads the ready file)::
   the broker and writes it into the readiness record). ``--log-file`` appends the log there
   instead of stderr.
 
-Deployment helpers of the Windows image (``broker-win/windows/``, ``docs/windows-image.md``)::
+Deployment helpers of the Windows image (``docs/windows-image.md``)::
 
+    autocad-bench-broker windows-scripts DIR     # copies the two image scripts shipped in this package
     autocad-bench-broker prewarm [--display :N] [--timeout-s 2]
     autocad-bench-broker manifest write --root DIR --output PATH --broker-version LABEL \\
         --broker-wheel PATH [--file PATH ...] [--distribution NAME ...] \\
@@ -68,6 +69,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -565,6 +567,29 @@ def readiness_report_command(readiness_path: Path, wait_s: float, status_path: P
     from autocad_bench_broker import readiness
 
     _print_json(readiness.readiness_report(readiness_path, status=status_path, wait_s=wait_s))
+
+
+WINDOWS_SCRIPTS = ("Install-AutocadBenchBroker.ps1", "Start-AutocadBenchBroker.ps1")
+"""The image build's scripts, shipped inside this package (``autocad_bench_broker/windows/``)."""
+
+
+@cli.command(name="windows-scripts")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+def windows_scripts_command(directory: Path) -> None:
+    """Copy the Windows image scripts into DIRECTORY (see docs/windows-image.md).
+
+    Never overwrites: an existing script of the same name is a usage error and nothing is copied.
+    """
+    source = Path(__file__).resolve().parent / "windows"
+    existing = [directory / name for name in WINDOWS_SCRIPTS if (directory / name).exists()]
+    if existing:
+        raise click.UsageError(f"{existing[0]} already exists; choose an empty directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in WINDOWS_SCRIPTS:
+        shutil.copyfile(source / name, directory / name)
+        copied.append(str(directory / name))
+    _print_json({"copied": copied})
 
 
 def main(argv: list[str] | None = None) -> None:
