@@ -356,6 +356,7 @@ def test_the_plugins_command_lists_capabilities_only_when_asked() -> None:
     plain = json.loads(subprocess.run(["autocad-bench", "plugins"], capture_output=True, text=True,
                                       check=True, timeout=60).stdout)
     assert "local-xvfb" in plain["infrastructure"] and "scripted" in plain["providers"]
+    assert plain["task_packs"] == ["standard"]
     rich = json.loads(subprocess.run(["autocad-bench", "plugins", "--capabilities"], capture_output=True, text=True,
                                      check=True, timeout=120).stdout)
     assert {"name": "local-xvfb", "recovery": True} in rich["infrastructure"]

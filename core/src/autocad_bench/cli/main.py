@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.metadata import entry_points
 from typing import Any
 
 import click
@@ -15,6 +16,7 @@ from autocad_bench.cli.metrics import compare_command, leaderboard_command, metr
 from autocad_bench.cli.models import models_command
 from autocad_bench.cli.reap import reap_command
 from autocad_bench.cli.resume import resume_command
+from autocad_bench.config.packs import TASK_PACK_GROUP
 from autocad_bench.dashboard.cli import dashboard_command, report_command
 from autocad_bench.errors import PluginError, missing_extra_message
 from autocad_bench.evaluators import DEFAULT_EVALUATOR, select_evaluator
@@ -72,7 +74,7 @@ cli.add_command(_LazyTasks(name="tasks", help="The task suite: list, show, valid
               help="Also load each backend and provider and say what it supports: recovery (resume after a "
                    "controller crash) for backends, tool modes for providers. Loading imports their SDKs.")
 def plugins(capabilities: bool) -> None:
-    """List the installed backends, providers, evaluators and observers as JSON.
+    """List the installed backends, providers, evaluators, observers and task packs as JSON.
 
     Without ``--capabilities`` nothing is imported (a broken plugin cannot hide the list);
     with it, each backend and provider is loaded and a plugin that fails to load is listed
@@ -80,6 +82,8 @@ def plugins(capabilities: bool) -> None:
     """
     host = PluginHost(environ=dict(os.environ))
     listing: dict[str, Any] = {kind: host.installed_names(kind) for kind in KINDS}
+    # Task packs are data, named by entry point (nothing imported): what "task_suite" names resolve in.
+    listing["task_packs"] = sorted({point.name for point in entry_points(group=TASK_PACK_GROUP)})
     if capabilities:
         listing["infrastructure"] = [_capabilities(host, "infrastructure", n) for n in listing["infrastructure"]]
         listing["providers"] = [_capabilities(host, "providers", n) for n in listing["providers"]]
