@@ -357,8 +357,8 @@ def _load_providers(loaded: LoadedConfig, entries: list[tuple[int, RolloutEntry]
 def optional_environment(provider: PluginHandle, environ: Mapping[str, str]) -> list[str]:
     """The provider's ``optional_env`` names that are set in ``environ``.
 
-    A provider may declare, as a class attribute ``optional_env``, non-secret variables it
-    reads when they are set (``OPENAI_BASE_URL``). A child harness sees only the base
+    A provider may declare, as a class attribute ``optional_env``, variables it reads when
+    they are set (``OPENAI_BASE_URL``, the AWS chain's variables). A child harness sees only the base
     environment and the names admission hands it, so these are handed on together with the
     credential names (to the catalog check and to every rollout), but only when set: a
     missing one is never an error.

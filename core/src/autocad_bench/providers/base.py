@@ -42,8 +42,9 @@ class ModelProvider(PluginBase, abc.ABC):
     admission refuses a rollout whose ``tool_mode`` is not among them."""
     credential_env: ClassVar[tuple[str, ...]] = ()
     optional_env: ClassVar[tuple[str, ...]] = ()
-    """Non-secret variables the provider reads when they are set (``OPENAI_BASE_URL``):
-    admission hands the set ones to the catalog check and every rollout; never required."""
+    """Variables the provider reads when they are set (``OPENAI_BASE_URL``; the AWS chain's
+    ``AWS_PROFILE`` or keys): admission hands the set ones, by name like credentials, to the
+    catalog check and every rollout; never required."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

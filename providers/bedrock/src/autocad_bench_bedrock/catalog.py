@@ -63,7 +63,7 @@ def _check_group(provider: str, items: list[tuple[ModelSpec, BedrockOptions]]) -
         config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30)
         client = session.client("bedrock", endpoint_url=options.catalog_endpoint_url, config=config)
     except NoRegionError:
-        return failed("no AWS region: set provider_options.region, AWS_REGION or a profile region")
+        return failed("no AWS region: set provider_options.region, AWS_DEFAULT_REGION or a profile region")
     except BotoCoreError as error:
         return failed(f"not checked: {error}")
     region = client.meta.region_name

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from autocad_bench.providers.base import ModelProvider
+from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
 
@@ -21,6 +22,8 @@ class BedrockProvider(ModelProvider):
     name: ClassVar[str] = "bedrock"
     credential_env: ClassVar[tuple[str, ...]] = ()
     """None: the AWS standard chain (profile, SSO, roles) supplies credentials, so ``credential_names`` is empty."""
+    optional_env: ClassVar[tuple[str, ...]] = AWS_CHAIN_ENV
+    """The chain's variables that are set are handed to every rollout (subprocess mode included)."""
     catalog_region_option: ClassVar[str] = "region"
     catalog_profile_option: ClassVar[str] = "aws_profile"
     options_model: ClassVar[type[BedrockOptions]] = BedrockOptions
@@ -49,7 +52,7 @@ class BedrockProvider(ModelProvider):
         try:
             client = boto_session(options).client("bedrock-runtime", endpoint_url=options.endpoint_url, config=config)
         except NoRegionError:
-            raise ValueError("no AWS region for Bedrock: set provider_options.region, AWS_REGION or a profile "
+            raise ValueError("no AWS region for Bedrock: set provider_options.region, AWS_DEFAULT_REGION or a profile "
                              "region") from None
         settings = ConverseSettings(
             model=request.model.model,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from autocad_bench.errors import Problem
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.base import ModelProvider
+from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 from autocad_bench.providers.models import (
     CatalogEntry,
     Credentials,
@@ -41,6 +42,8 @@ class MantleProvider(ModelProvider):
     name: ClassVar[str] = "mantle"
     credential_env: ClassVar[tuple[str, ...]] = ()
     """None: the AWS standard chain (profile, SSO, roles) supplies credentials, so ``credential_names`` is empty."""
+    optional_env: ClassVar[tuple[str, ...]] = AWS_CHAIN_ENV
+    """The chain's variables that are set are handed to every rollout (subprocess mode included)."""
     pinned_models: ClassVar[tuple[str, ...]] = (PINNED_MODEL,)
     """Checked by ``autocad-bench-models`` when no configuration or model is named."""
     catalog_region_option: ClassVar[str] = "region"
