@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from autocad_bench.providers.base import ModelProvider
-from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 from autocad_bench.providers.models import CatalogEntry, Credentials, ModelSpec, SessionRequest
 from autocad_bench.providers.session import ProviderSession
+from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 
 from .options import BedrockOptions, parse_options
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from autocad_bench.errors import Problem
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.base import ModelProvider
-from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 from autocad_bench.providers.models import (
     CatalogEntry,
     Credentials,
@@ -27,6 +26,7 @@ from autocad_bench.providers.models import (
     SessionRequest,
 )
 from autocad_bench.providers.session import ProviderSession
+from autocad_bench.providers.support.aws_chain import AWS_CHAIN_ENV
 
 from .options import PINNED_MODEL, MantleOptions, model_problems, parse_options
 
