@@ -20,7 +20,8 @@ def resolve_region(options: MantleOptions, source: AwsCredentialSource) -> str:
     """The option, else the AWS configuration of the environment/profile; raises if there is none."""
     region = options.region or source.region()
     if not region:
-        raise ValueError("no AWS region for Mantle: set provider_options.region (or AWS_DEFAULT_REGION / a profile region)")
+        raise ValueError("no AWS region for Mantle: set provider_options.region "
+                         "(or AWS_DEFAULT_REGION / a profile region)")
     return region
 
 
