@@ -216,3 +216,41 @@ def test_sigterm_kills_the_running_application(broker: Broker) -> None:
     assert "Traceback" not in log and broker.token not in log
     events = [json.loads(line) for line in (broker.workdir / "events.jsonl").read_text().splitlines()]
     assert events[-1]["kind"] == "shutdown" and events[-1]["detail"]["kill"]["gone"] is True
+
+
+def _xdotool_move(display: XvfbDisplay, x: int, y: int) -> None:
+    """Move the pointer outside the broker, as the application itself might (XTest via xdotool)."""
+    env = {**os.environ, "DISPLAY": display.name}
+    subprocess.run(["xdotool", "mousemove", "--sync", str(x), str(y)], env=env, check=True, timeout=10)
+
+
+def test_frames_report_the_pointer_read_from_the_desktop(broker: Broker, xvfb: XvfbDisplay) -> None:
+    """Each frame carries the pointer where the X server says it is, including moves the broker
+    never made; a replay repeats the pointer of its original answer."""
+
+    async def scenario() -> None:
+        client = broker.client()
+        session = (await client.lease("pointer", "attempt-1")).session_id
+        _xdotool_move(xvfb, 77, 88)
+        reset = await client.reset(session)
+        assert reset.frame.pointer == (77, 88)
+
+        moved = batch({"type": "move", "x": 900, "y": 500})
+        first = await client.actions(session, action_request_id("attempt-1", "toolu_1", 0), 0, moved)
+        assert first.frame.pointer == (900, 500)
+
+        # A move the broker did not make: the next frame reports it, not the last action's point.
+        _xdotool_move(xvfb, 1234, 321)
+        pause = batch({"type": "wait", "seconds": 0.1})
+        second_id = action_request_id("attempt-1", "toolu_2", 0)
+        second, _png = await client.actions_with_frame(session, second_id, first.next_index, pause)
+        assert second.frame.pointer == (1234, 321)
+
+        _xdotool_move(xvfb, 5, 6)
+        replay = await client.actions(session, second_id, first.next_index, pause)
+        assert replay.replayed and replay.frame == second.frame and replay.frame.pointer == (1234, 321)
+        recorded = (await client.frame_events()).frame_events
+        assert [event.pointer for event in recorded] == [(77, 88), (900, 500), (1234, 321)]
+        await client.release(session)
+
+    asyncio.run(scenario())

@@ -158,13 +158,31 @@ def inject_batch(
 
 @dataclass(frozen=True, slots=True)
 class SettledFrame:
-    """Result of :func:`settle_and_encode`: the frame, its PNG and whether pixels settled."""
+    """Result of :func:`settle_and_encode`: the frame, its PNG and whether pixels settled.
+
+    ``pointer`` is where the desktop's pointer was right after the returned grab (``None``
+    when no reader was given or it could not tell).
+    """
 
     frame: Frame
     png: PngImage
     stable: bool
     grabs: int
     elapsed_s: float
+    pointer: tuple[int, int] | None = None
+
+
+def read_pointer_safely(read: Callable[[], tuple[int, int] | None] | None) -> tuple[int, int] | None:
+    """``read()``, or ``None`` if there is no reader or it failed (a frame never fails on it)."""
+    if read is None:
+        return None
+    try:
+        position = read()
+    except Exception:  # the pointer is evidence for the model; the frame must still be answered
+        return None
+    if position is None:
+        return None
+    return (int(position[0]), int(position[1]))
 
 
 _SOURCES_KEPT = 2
@@ -203,6 +221,7 @@ def settle_and_encode(
     reuse: PngImage | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    read_pointer: Callable[[], tuple[int, int] | None] | None = None,
 ) -> SettledFrame:
     """Poll ``capture`` until two consecutive grabs are identical; return the frame as PNG.
 
@@ -217,6 +236,10 @@ def settle_and_encode(
     (many actions leave the screen unchanged). When ``reuse`` is a PNG this function
     returned recently, its grab is remembered and compared raw: an unchanged screen is then
     not converted at all, and a changed one is encoded without waiting for its SHA-256.
+
+    ``read_pointer`` (the input driver's ``pointer``) is called right after every successful
+    grab, so the returned frame carries the pointer position of its own grab
+    (:attr:`SettledFrame.pointer`); a failing reader only makes that ``None``.
     """
     started = clock()
     deadline = started + policy.window_s
@@ -224,6 +247,7 @@ def settle_and_encode(
         sleep(min(policy.settle_s, policy.window_s))
     speculate = policy.interval_s > 0
     previous: RawGrab | None = None
+    previous_pointer: tuple[int, int] | None = None
     pending: tuple[RawGrab, Future[tuple[Frame, PngImage]]] | None = None  # (grab, its frame and PNG)
     last_error: CaptureError | None = None
     grabs = 0
@@ -244,14 +268,14 @@ def settle_and_encode(
         _remember(png, grab)
         return frame, png
 
-    def settled(grab: RawGrab, stable: bool) -> SettledFrame:
+    def settled(grab: RawGrab, stable: bool, pointer: tuple[int, int] | None) -> SettledFrame:
         if pending is not None and pending[0].same_pixels(grab):
             # Identical pixels encode to identical PNG bytes, so the earlier encode serves.
             png = pending[1].result()[1]
             frame = grab.frame_like(pending[0])
         else:
             frame, png = encode(grab)
-        return SettledFrame(frame, png, stable, grabs, clock() - started)
+        return SettledFrame(frame, png, stable, grabs, clock() - started, pointer)
 
     while True:
         try:
@@ -260,9 +284,10 @@ def settle_and_encode(
             last_error = exc
         else:
             grabs += 1
+            pointer = read_pointer_safely(read_pointer)
             if previous is not None and current.same_pixels(previous):
-                return settled(current, True)
-            previous = current
+                return settled(current, True, pointer)
+            previous, previous_pointer = current, pointer
             if speculate and (pending is None or pending[1].done()):
                 pending = (current, encoder.submit(encode, current))
         if clock() >= deadline:
@@ -270,4 +295,4 @@ def settle_and_encode(
         sleep(max(0.0, min(policy.interval_s, deadline - clock())))
     if previous is None:
         raise CaptureError(f"no frame within {policy.window_s:.2f} s: {last_error}")
-    return settled(previous, False)
+    return settled(previous, False, previous_pointer)

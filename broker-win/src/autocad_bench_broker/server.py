@@ -58,7 +58,13 @@ from autocad_bench.broker.service import (
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.models import DisplaySize
 from autocad_bench_broker.apps.base import ApplicationAdapter, HandoffEvidence, HandoffResult, ReadyResult
-from autocad_bench_broker.desktop import inject_batch, interruptible_sleep, run_blocking, settle_and_encode
+from autocad_bench_broker.desktop import (
+    inject_batch,
+    interruptible_sleep,
+    read_pointer_safely,
+    run_blocking,
+    settle_and_encode,
+)
 from autocad_bench_broker.drivers.capture import (
     DEFAULT_PNG_COMPRESS_LEVEL,
     Frame,
@@ -305,7 +311,7 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
 
     async def reset(self, session: Session[SessionDesktop]) -> ResetOutcome:
         async with self._desktop:
-            handoff, ready, error = await run_blocking(lambda: self._handoff(session), name="broker-reset")
+            handoff, ready, error, pointer = await run_blocking(lambda: self._handoff(session), name="broker-reset")
             frame_png = None
             if ready is not None and ready.frame is not None:
                 frame = ready.frame
@@ -341,12 +347,16 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
             "evidence": ready.evidence.model_dump(mode="json"),
             "pid": self.adapter.pid,
         }
-        return ResetOutcome(frame_png, detail)
+        return ResetOutcome(frame_png, detail, pointer)
 
     def _handoff(
         self, session: Session[SessionDesktop]
-    ) -> tuple[HandoffResult | None, ReadyResult | None, str | None]:
-        """Blocking: the adapter handoff into the session's attempt path, never raising."""
+    ) -> tuple[HandoffResult | None, ReadyResult | None, str | None, tuple[int, int] | None]:
+        """Blocking: the adapter handoff into the session's attempt path, never raising.
+
+        The last item is the pointer read from the desktop right after the handoff captured
+        frame 0 (``None`` without a frame or when it cannot be read).
+        """
 
         def on_attempt(number: int, evidence: HandoffEvidence | None) -> None:
             detail: JsonObject = {"session_id": session.session_id, "launch": number}
@@ -367,12 +377,12 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
                 on_attempt=on_attempt,
             )
         except Exception as error:  # an adapter bug must not leave the reset half-done
-            return None, None, describe_error(error)
+            return None, None, describe_error(error), None
         if ready is None:
-            return handoff, None, "; ".join(handoff.launch_errors) or "handoff conditions not met"
+            return handoff, None, "; ".join(handoff.launch_errors) or "handoff conditions not met", None
         if ready.frame is None:
-            return handoff, None, "the handoff produced no initial frame"
-        return handoff, ready, None
+            return handoff, None, "the handoff produced no initial frame", None
+        return handoff, ready, None, read_pointer_safely(self.driver.pointer)
 
     # Desktop driver: actions --------------------------------------------------------------------
 
@@ -413,12 +423,14 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
                 compress_level=self.settings.png_compress_level,
                 reuse=desktop.last_png,
                 sleep=self._sleep,
+                read_pointer=self.driver.pointer,
             )
             desktop.files.write_frame(sequence, settled.png)
         except Exception as error:
             return BatchOutcome(receipts, None, error=describe_error(error)), None
         detail: JsonObject = {"settle_s": round(settled.elapsed_s, 3), "grabs": settled.grabs}
-        return BatchOutcome(receipts, settled.png, settled.stable, detail=detail), settled.png
+        outcome = BatchOutcome(receipts, settled.png, settled.stable, detail=detail, pointer=settled.pointer)
+        return outcome, settled.png
 
     # Desktop driver: checkpoint and release -----------------------------------------------------
 

@@ -85,6 +85,17 @@ class InputDriver(Protocol):
 
     def release_all(self) -> None: ...
 
+    def pointer(self) -> Point | None:
+        """Where the desktop's pointer is now, read from the desktop (not from this driver's
+        own calls, so moves made by the application or anyone else are included).
+
+        ``None`` when the desktop cannot tell (e.g. Windows' ``GetCursorPos`` fails on a
+        locked or secure desktop). Raises :class:`InputBindingError` if the driver is closed
+        or the display cannot be reached; callers capturing a frame treat any exception as
+        "unknown".
+        """
+        ...
+
     def close(self) -> None:
         """Release backend resources; idempotent."""
         ...
@@ -345,6 +356,22 @@ class PyAutoGUIDriver:
         self._held_keys.clear()
         self._held_buttons.clear()
 
+    def pointer(self) -> Point | None:
+        """X11: ``XQueryPointer`` on the root window through this driver's own connection (the
+        one its input goes through: one round trip, no extra process or connection). Windows:
+        ``GetCursorPos`` (None when it fails, e.g. on the lock screen). Elsewhere PyAutoGUI's
+        ``position()``.
+        """
+        if sys.platform == "win32":
+            with self._bound():  # imports PyAutoGUI first: its DPI awareness sets the coordinate space
+                return _windows_cursor_pos()
+        with self._bound() as gui:
+            if self._x11 is not None:
+                reply = self._x11[0].screen().root.query_pointer()
+                return (int(reply.root_x), int(reply.root_y))
+            x, y = gui.position()
+            return (int(x), int(y))
+
     def close(self) -> None:
         if self._closed:
             return
@@ -356,6 +383,19 @@ class PyAutoGUIDriver:
             if binding is not None:
                 with contextlib.suppress(Exception):  # the X server may already be gone
                     binding[0].close()
+
+
+def _windows_cursor_pos() -> Point | None:
+    """``GetCursorPos`` through ctypes; None when Windows cannot report the cursor."""
+    if sys.platform == "win32":  # repeated so that mypy checks ctypes.windll only for Windows
+        import ctypes
+        from ctypes import wintypes
+
+        point = wintypes.POINT()
+        if not ctypes.windll.user32.GetCursorPos(ctypes.byref(point)):
+            return None
+        return (int(point.x), int(point.y))
+    raise InputBindingError("GetCursorPos needs Windows")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,13 +412,18 @@ class RecordedCall:
 
 @dataclass
 class RecordingDriver:
-    """An :class:`InputDriver` that validates like the real one and records, touching no display."""
+    """An :class:`InputDriver` that validates like the real one and records, touching no display.
+
+    Its simulated pointer (:attr:`position`) follows the pointer calls it records (a drag ends
+    at its last point); a test plays a move the application made by assigning it.
+    """
 
     size: tuple[int, int] = (1920, 1080)
     calls: list[RecordedCall] = field(default_factory=list)
     closed: bool = False
     held_buttons: set[str] = field(default_factory=set)
     held_keys: list[str] = field(default_factory=list)
+    position: Point | None = (0, 0)
 
     @property
     def version(self) -> str:
@@ -395,12 +440,14 @@ class RecordingDriver:
     def move(self, x: int, y: int) -> None:
         _check_point(x, y, self.size)
         self._record("move", x, y)
+        self.position = (x, y)
 
     def click(self, x: int, y: int, button: MouseButton = "left", count: int = 1) -> None:
         _check_point(x, y, self.size)
         _check_button(button)
         _check_count(count)
         self._record("click", x, y, button, count)
+        self.position = (x, y)
 
     def drag(self, path: Sequence[Point], button: MouseButton = "left") -> None:
         if len(path) < 2:
@@ -409,12 +456,14 @@ class RecordingDriver:
             _check_point(x, y, self.size)
         _check_button(button)
         self._record("drag", tuple((int(x), int(y)) for x, y in path), button)
+        self.position = (int(path[-1][0]), int(path[-1][1]))
 
     def scroll(self, x: int, y: int, dx: int, dy: int) -> None:
         _check_point(x, y, self.size)
         if dx == 0 and dy == 0:
             raise InputRejected("scroll needs a non-zero dx or dy")
         self._record("scroll", x, y, dx, dy)
+        self.position = (x, y)
 
     def type_text(self, text: str) -> None:
         _check_text(text)
@@ -429,12 +478,14 @@ class RecordingDriver:
         _check_point(x, y, self.size)
         _check_button(button)
         self._record("mouse_down", x, y, button)
+        self.position = (x, y)
         self.held_buttons.add(button)
 
     def mouse_up(self, x: int, y: int, button: MouseButton = "left") -> None:
         _check_point(x, y, self.size)
         _check_button(button)
         self._record("mouse_up", x, y, button)
+        self.position = (x, y)
         self.held_buttons.discard(button)
 
     def key_down(self, keys: Sequence[str]) -> None:
@@ -458,6 +509,12 @@ class RecordingDriver:
         self._record("release_all", tuple(reversed(self.held_keys)), tuple(sorted(self.held_buttons)))
         self.held_keys.clear()
         self.held_buttons.clear()
+
+    def pointer(self) -> Point | None:
+        """The simulated pointer (:attr:`position`); :class:`InputBindingError` once closed."""
+        if self.closed:
+            raise InputBindingError("the input driver is closed")
+        return self.position
 
     def close(self) -> None:
         self.release_all()

@@ -1,7 +1,8 @@
 """Deployment manifest, pointer prewarm and current-boot readiness record of a Windows image.
 
 ``docs/windows-image.md`` describes the deployment; this package is its testable Python half.
-The PowerShell scripts in ``autocad_bench_broker/windows/`` (copied out with ``autocad-bench-broker windows-scripts DIR``) call it through the broker's CLI:
+The PowerShell scripts in ``autocad_bench_broker/windows/`` (copied out with
+``autocad-bench-broker windows-scripts DIR``) call it through the broker's CLI:
 
 - :class:`DeploymentManifest` (``C:\\ProgramData\\AutoCADBench\\manifest.json``) is written
   once per installation by ``Install-AutocadBenchBroker.ps1`` through

@@ -14,7 +14,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, JsonValue, model_validator
+from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from autocad_bench.actions.models import Action
 from autocad_bench.models import IDENTIFIER_PATTERN, JsonObject, StrictModel
@@ -48,6 +48,9 @@ RequestId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 ActionRequestId = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 """Action request ids are :func:`autocad_bench.actions.action_request_id` values."""
 Label = Annotated[str, Field(min_length=1, max_length=256)]
+
+PointerPosition = tuple[int, int]
+"""``[x, y]`` of the desktop's pointer in desktop pixels (origin top-left), as the broker read it."""
 
 BrokerState = Literal["idle", "leased", "ready", "released"]
 """``idle``: no lease; ``leased``: leased, not reset yet; ``ready``: reset done, actions
@@ -178,14 +181,36 @@ class ResetRequest(StrictModel):
     request_id: RequestId
 
 
+def _without_unknown_pointer(data: dict[str, object]) -> dict[str, object]:
+    """Drop ``pointer`` from a dumped model while it is ``None``.
+
+    A broker that could not read its pointer then sends exactly what brokers from before the
+    field sent, so clients of either age parse it; a missing field parses as ``None``.
+    """
+    if "pointer" in data and data["pointer"] is None:
+        del data["pointer"]
+    return data
+
+
 class FrameInfo(StrictModel):
-    """A stored PNG frame; fetch its bytes with ``GET /frames/{sequence}``."""
+    """A stored PNG frame; fetch its bytes with ``GET /frames/{sequence}``.
+
+    ``pointer`` is where the desktop's pointer was when the frame was captured (``[x, y]``
+    in desktop pixels, read from the desktop itself, so moves the application or anything
+    else made are included); ``None`` when the broker could not read it or predates the
+    field.
+    """
 
     sequence: int = Field(ge=0)
     sha256: Sha256Hex
     width: int = Field(ge=1)
     height: int = Field(ge=1)
     size: int = Field(ge=1)
+    pointer: PointerPosition | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unknown_pointer(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _without_unknown_pointer(handler(self))
 
 
 class ResetResponse(StrictModel):
@@ -294,7 +319,10 @@ class EventsResponse(StrictModel):
 
 
 class FrameEvent(StrictModel):
-    """When and why one frame was captured (reset or the batch identified by request id)."""
+    """When and why one frame was captured (reset or the batch identified by request id).
+
+    ``pointer`` is the frame's :attr:`FrameInfo.pointer`.
+    """
 
     sequence: int = Field(ge=0)
     sha256: Sha256Hex
@@ -305,6 +333,11 @@ class FrameEvent(StrictModel):
     first_index: int = Field(ge=0)
     next_index: int = Field(ge=0)
     visual_stable: bool
+    pointer: PointerPosition | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unknown_pointer(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _without_unknown_pointer(handler(self))
 
 
 class FrameEventsResponse(StrictModel):

@@ -21,6 +21,11 @@ re-sends that batch, which the broker answers from its replay cache for the sess
 lifetime: the same outcome, one durable write fewer per turn. Frames arrive with the
 broker's answer and are stored atomically without fsync: the broker keeps every frame, so
 a resumed pilot fetches again any recorded frame whose bytes a host crash lost or tore.
+
+Each frame comes with the pointer position the broker read from the desktop when it captured
+it (``FrameInfo.pointer``, ``None`` from brokers that do not report it). The checkpoint keeps
+it beside the frame and every observation carries it (``Observation.pointer``), so a resumed
+pilot shows the model the same pointer with the same frame.
 """
 
 from __future__ import annotations
@@ -219,7 +224,7 @@ class Pilot:
                                               reset.frame.width, reset.frame.height)
                 self.cp = self.cp.model_copy(update={
                     "session_id": lease.session_id, "next_index": reset.next_index, "frame": frame,
-                    "frame_sequence": reset.frame.sequence,
+                    "frame_sequence": reset.frame.sequence, "pointer": reset.frame.pointer,
                 })
                 self._write_checkpoint()
         except (BrokerError, OSError) as error:
@@ -276,6 +281,7 @@ class Pilot:
                 tool_use_id=self.cp.tool_use_id,
                 remaining_actions=self.budget.remaining_actions,
                 post_action_visual_stable=self.cp.post_action_visual_stable,
+                pointer=self.cp.pointer,
             )
             try:
                 result = await self._request_turn(observation)
@@ -405,6 +411,7 @@ class Pilot:
         # batch, the broker replays it, and it is counted once, as above.
         self._save(
             pending=None, next_index=response.next_index, frame=frame, frame_sequence=response.frame.sequence,
+            pointer=response.frame.pointer,
             feedback=feedback, tool_use_id=pending.tool_use_id, turn_index=pending.turn_index + 1,
             post_action_visual_stable=response.post_action_visual_stable,
             done=finished,
@@ -524,7 +531,9 @@ class Pilot:
                 "usage": turn.usage.model_dump(), "cost_usd": float(cost.total_usd) if cost else 0.0,
                 "observation": {"frame": result.observation.frame.model_dump(),
                                 "feedback": result.observation.feedback,
-                                "remaining_actions": result.observation.remaining_actions},
+                                "remaining_actions": result.observation.remaining_actions,
+                                "pointer": (list(result.observation.pointer)
+                                            if result.observation.pointer is not None else None)},
                 "validation": (
                     None if not is_final else
                     {"valid": not isinstance(validated, BatchRejection),

@@ -70,6 +70,10 @@ class ResumeCheckpoint(StrictModel):
     turn_index: int = Field(default=0, ge=0)
     frame: ArtifactRef | None = None
     frame_sequence: int = Field(default=0, ge=0)
+    pointer: tuple[int, int] | None = None
+    """The broker-reported pointer position of ``frame`` (``FrameInfo.pointer``), so a resumed
+    pilot shows the model the same pointer with the same frame; ``None`` when the broker did
+    not report one, and for checkpoints written before the field existed."""
     feedback: str = ""
     tool_use_id: str | None = None
     post_action_visual_stable: bool | None = None

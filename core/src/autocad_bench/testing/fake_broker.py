@@ -36,7 +36,16 @@ from datetime import UTC, datetime
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from autocad_bench.actions.models import Action, action_to_wire
+from autocad_bench.actions.models import (
+    Action,
+    ClickAction,
+    DragAction,
+    MouseDownAction,
+    MouseUpAction,
+    MoveAction,
+    ScrollAction,
+    action_to_wire,
+)
 from autocad_bench.broker.protocol import (
     DEFAULT_MAX_BODY_BYTES,
     ActionReceipt,
@@ -44,6 +53,7 @@ from autocad_bench.broker.protocol import (
     ErrorCode,
     ErrorResponse,
     FrameInfo,
+    PointerPosition,
     Route,
 )
 from autocad_bench.broker.service import BrokerService, Session, driver, error_response, read_body, route_of
@@ -123,6 +133,13 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
     ``wait_scale`` multiplies the real time spent on ``wait`` actions (0 skips them);
     ``actions_frame=False`` plays a broker that never sends the frame with the actions
     answer (clients must then fetch it).
+
+    The fake desktop has a pointer: :attr:`pointer` starts at ``pointer`` and follows every
+    pointer action it executes (``move``, ``click``, ``scroll``, ``mouse_down``,
+    ``mouse_up``: their point; ``drag``: its last point). Every frame reports it as
+    ``FrameInfo.pointer``; a test plays a move the application made itself by assigning
+    :attr:`pointer` between requests. ``report_pointer=False`` plays a broker from before
+    the field (frames carry no pointer).
     """
 
     def __init__(
@@ -137,6 +154,8 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         fail_injection_at: frozenset[int] = frozenset(),
         wait_scale: float = 0.0,
         actions_frame: bool = True,
+        pointer: PointerPosition | None = (0, 0),
+        report_pointer: bool = True,
     ) -> None:
         self.token = token or secrets.token_urlsafe(24)
         self.display = display or DisplaySize()
@@ -147,6 +166,10 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         self.fail_injection_at = fail_injection_at
         self.wait_scale = wait_scale
         self.actions_frame = actions_frame
+        self._initial_pointer = pointer
+        self.pointer = pointer
+        """Where the fake desktop's pointer is now (``None``: unknown, e.g. before any move)."""
+        self.report_pointer = report_pointer
         self.boot_id = secrets.token_hex(8)
         self.startup_id = secrets.token_hex(8)
         self.manifest_sha256 = hashlib.sha256(b"fake-broker-manifest").hexdigest()
@@ -181,7 +204,9 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
             raise RuntimeError("FakeBroker is not started") from None
 
     def clear(self) -> None:
-        """Forget every session, log and pending fault (reuse one server across examples)."""
+        """Forget every session, log and pending fault, and put the pointer back where it
+        started (reuse one server across examples)."""
+        self.pointer = self._initial_pointer
         self.injected.clear()
         self.requests.clear()
         self._faults.clear()
@@ -270,7 +295,7 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         return FakeDesktop()
 
     async def reset(self, session: Session[FakeDesktop]) -> driver.ResetOutcome:
-        return driver.ResetOutcome(self._capture(session.desktop, 0))
+        return driver.ResetOutcome(self._capture(session.desktop, 0), pointer=self._reported_pointer())
 
     async def live_display(self) -> DisplaySize:
         return self.display
@@ -284,7 +309,8 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         sequence: int,
     ) -> driver.BatchOutcome:
         """Record the actions in :attr:`injected` (those at ``fail_injection_at`` fail and stop
-        the batch), sleep ``wait`` actions times ``wait_scale``, then draw the next frame."""
+        the batch), move :attr:`pointer` with each pointer action, sleep ``wait`` actions
+        times ``wait_scale``, then draw the next frame and report the pointer with it."""
         receipts: list[ActionReceipt] = []
         failed = False
         for index, action in enumerate(actions, start=first_index):
@@ -297,9 +323,15 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
                 await asyncio.sleep(action.seconds * self.wait_scale)
             now = datetime.now(UTC)
             self.injected.append(InjectedInput(index, request_id, action, now))
+            self.pointer = pointer_after(action, self.pointer)
             receipts.append(ActionReceipt(index=index, type=action.type, injected_at=now, ok=True))
         frame = self._capture(session.desktop, sequence)
-        return driver.BatchOutcome(tuple(receipts), frame, self.visual_stable(sequence))
+        return driver.BatchOutcome(
+            tuple(receipts), frame, self.visual_stable(sequence), pointer=self._reported_pointer()
+        )
+
+    def _reported_pointer(self) -> PointerPosition | None:
+        return self.pointer if self.report_pointer else None
 
     async def read_frame(self, session: Session[FakeDesktop], info: FrameInfo) -> bytes:
         return session.desktop.frames[info.sequence][1]
@@ -330,6 +362,18 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         info = FrameInfo(sequence=sequence, sha256=frame.sha256, width=frame.width, height=frame.height, size=len(data))
         desktop.frames[sequence] = (info, data)
         return frame
+
+
+def pointer_after(action: Action, pointer: PointerPosition | None) -> PointerPosition | None:
+    """Where the pointer is after ``action`` ran from ``pointer`` (unchanged by non-pointer actions)."""
+    match action:
+        case DragAction(path=path):
+            return (path[-1][0], path[-1][1])
+        case MoveAction(x=x, y=y) | ClickAction(x=x, y=y) | ScrollAction(x=x, y=y):
+            return (x, y)
+        case MouseDownAction(x=x, y=y) | MouseUpAction(x=x, y=y):
+            return (x, y)
+    return pointer
 
 
 def png_frame(width: int, height: int, sequence: int, injected: int) -> bytes:
@@ -388,4 +432,5 @@ __all__ = [
     "InjectedInput",
     "RecordedRequest",
     "png_frame",
+    "pointer_after",
 ]

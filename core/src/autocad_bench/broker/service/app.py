@@ -51,6 +51,7 @@ from autocad_bench.broker.protocol import (
     FrameInfo,
     HealthResponse,
     LeaseRequest,
+    PointerPosition,
     ReleaseRequest,
     ReleaseResponse,
     ResetRequest,
@@ -329,7 +330,7 @@ class BrokerService(Generic[D]):
                 raise Abort(ErrorCode.WRONG_STATE, f"session is {session.state}; reset needs a fresh lease")
             outcome = await self.driver.reset(session)
             request_id = reset_request_id(session.session_id)
-            info = self._record_frame(session, outcome.frame, request_id, 0, 0, stable=True)
+            info = self._record_frame(session, outcome.frame, request_id, 0, 0, stable=True, pointer=outcome.pointer)
             response = ResetResponse(
                 session_id=session.session_id, request_id=request_id, frame=info, next_index=0, replayed=False
             )
@@ -433,7 +434,13 @@ class BrokerService(Generic[D]):
                 session.actions[envelope.request_id] = CachedAnswer(fingerprint, error)
                 raise Abort.of(error)
             info = self._record_frame(
-                session, outcome.frame, envelope.request_id, first, session.next_index, stable=outcome.stable
+                session,
+                outcome.frame,
+                envelope.request_id,
+                first,
+                session.next_index,
+                stable=outcome.stable,
+                pointer=outcome.pointer,
             )
             response = ActionsResponse(
                 session_id=session.session_id,
@@ -459,9 +466,18 @@ class BrokerService(Generic[D]):
         next_index: int,
         *,
         stable: bool,
+        pointer: PointerPosition | None,
     ) -> FrameInfo:
+        """Append the frame's ``FrameInfo`` and ``FrameEvent`` (with the pointer read with it)."""
         sequence = len(session.frames)
-        info = FrameInfo(sequence=sequence, sha256=png.sha256, width=png.width, height=png.height, size=len(png.data))
+        info = FrameInfo(
+            sequence=sequence,
+            sha256=png.sha256,
+            width=png.width,
+            height=png.height,
+            size=len(png.data),
+            pointer=pointer,
+        )
         session.frames.append(info)
         session.frame_events.append(
             FrameEvent(
@@ -474,6 +490,7 @@ class BrokerService(Generic[D]):
                 first_index=first_index,
                 next_index=next_index,
                 visual_stable=stable,
+                pointer=pointer,
             )
         )
         return info

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 from autocad_bench.actions import Action
-from autocad_bench.broker.protocol import ActionReceipt, ArtifactInfo, FrameInfo
+from autocad_bench.broker.protocol import ActionReceipt, ArtifactInfo, FrameInfo, PointerPosition
 from autocad_bench.models import JsonObject
 from autocad_bench.providers.models import DisplaySize
 
@@ -80,10 +80,15 @@ class BrokerIdentity:
 
 @dataclass(frozen=True, slots=True)
 class ResetOutcome:
-    """A clean handoff: frame 0 (already stored as sequence 0) and details for the event."""
+    """A clean handoff: frame 0 (already stored as sequence 0) and details for the event.
+
+    ``pointer`` is where the desktop's pointer was when frame 0 was captured (``None``: the
+    driver could not read it); it becomes ``FrameInfo.pointer``.
+    """
 
     frame: EncodedFrame
     detail: JsonObject = field(default_factory=dict)
+    pointer: PointerPosition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,8 @@ class BatchOutcome:
     is the post-batch screenshot, already stored under the sequence the driver was given,
     with ``stable`` telling whether the pixels settled; ``None`` (with ``error`` saying why)
     when no frame at all could be captured or stored. ``detail`` joins the ``actions`` event.
+    ``pointer`` is where the desktop's pointer was when ``frame`` was captured, read from
+    the desktop (not inferred from the actions); ``None`` when it could not be read.
     """
 
     receipts: tuple[ActionReceipt, ...]
@@ -101,6 +108,7 @@ class BatchOutcome:
     stable: bool = True
     error: str | None = None
     detail: JsonObject = field(default_factory=dict)
+    pointer: PointerPosition | None = None
 
 
 @dataclass(frozen=True, slots=True)
