@@ -423,9 +423,14 @@ async def test_zoom_answers_with_a_crop_of_the_next_frame(wire: MessagesWire, de
     assert [b["type"] for b in results[1]["content"]] == ["text", "image", "text", "image"]
     crop = results[0]["content"][1]
     width = math.ceil((half + 200) * DESKTOP.width / shown.width) - math.floor(half * DESKTOP.width / shown.width)
-    assert image_size(crop) == (width, math.ceil(100 * DESKTOP.height / shown.height))
+    height = math.ceil(100 * DESKTOP.height / shown.height)
+    # The small crop is scaled up to fill the image budget, keeping its aspect ratio
+    # (exact sizes: tests/providers/anthropic/test_native_bounds.py).
+    zoomed_width, zoomed_height = image_size(crop)
+    assert zoomed_width > width and zoomed_height > height
+    assert abs(zoomed_width / zoomed_height - width / height) < 0.01
     with Image.open(io.BytesIO(base64.b64decode(crop["source"]["data"]))) as zoomed:
-        colors = zoomed.convert("RGB").getcolors()
+        colors = zoomed.convert("RGB").getcolors(maxcolors=1 << 24)
         assert colors is not None and {color for _, color in colors} == {(0, 0, 255)}
     # The whole screen at desktop resolution exceeds Anthropic's limits: scaled down to them.
     assert image_size(results[1]["content"][1]) == (shown.width, shown.height)

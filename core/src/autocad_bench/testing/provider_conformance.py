@@ -337,6 +337,8 @@ class ProviderConformance:
             tool_use_id=None if previous is None else previous.tool_use_id,
             remaining_actions=5000 - 3 * index,
             post_action_visual_stable=None if previous is None else True,
+            # As a real broker reports it: a provider must accept (and may use) the pointer.
+            pointer=(960 + index, 540 + index),
         )
 
     @staticmethod

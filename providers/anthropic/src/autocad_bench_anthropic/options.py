@@ -66,6 +66,10 @@ class AnthropicOptions(BaseModel):
         description="native tool mode only: the computer tool version to declare; by default it is chosen from "
         "the model id (autocad_bench_anthropic.native.session.COMPUTER_TOOL_BY_MODEL); the toolset "
         "computer_toolset_20260801 is used only when named here")
+    native_history_turns: int = Field(
+        default=16, ge=1, le=256,
+        description="native tool mode only: screenshots of at least this many (at most twice as many) recent "
+        "turns stay images; older ones become a short placeholder, cut in one step so the cached prefix holds")
     request_guard_bytes: int = Field(default=DEFAULT_REQUEST_GUARD_BYTES, ge=64 * 1024,
                                      lt=PROVIDER_REQUEST_LIMIT_BYTES)
 

@@ -106,7 +106,8 @@ class AnthropicProvider(ModelProvider):
             from autocad_bench_anthropic.native.session import NativeAnthropicSession, computer_tool_version
 
             version = options.computer_tool or computer_tool_version(request.model.model)
-            return NativeAnthropicSession(request, options, credentials.get(CREDENTIAL_ENV), tool_version=version)
+            return NativeAnthropicSession(request, options, credentials.get(CREDENTIAL_ENV), tool_version=version,
+                                          history_turns=options.native_history_turns)
         return AnthropicSession(request, options, credentials.get(CREDENTIAL_ENV))
 
 

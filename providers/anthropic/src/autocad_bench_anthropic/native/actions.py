@@ -30,15 +30,17 @@ Sources for every name used here (all checked on 2026-12-02):
   and ``key`` as an alternative name for click modifiers.
 
 ``left_mouse_down``/``left_mouse_up`` become the native-only broker actions ``mouse_down``/
-``mouse_up`` (at ``coordinate`` if given, else at the last pointer position the session sent;
-a button may stay held between turns, the broker releases it before saving), ``hold_key``
+``mouse_up`` (at ``coordinate`` if given, else at the current pointer position the session
+passes in; a button may stay held between turns, the broker releases it before saving).
+Clicks and ``scroll`` without a ``coordinate`` act at that current position too, as the
+SDK's ``BetaComputerLeftClickInput``/``BetaComputerScrollInput`` describe. ``hold_key``
 becomes ``hold_key`` (one chord, ``duration`` 0-10 s). ``cursor_position`` and ``zoom`` are
 answered by the session without broker input (:meth:`NativeStep.cursor` and
 :meth:`NativeStep.zoom_region`).
 
-Not mapped, answered as :meth:`NativeStep.unsupported`: clicks and scrolls without a
-``coordinate``, ``left_mouse_down``/``up`` without one while the pointer position is still
-unknown, and modifier keys held during a click, drag or scroll (a ``key`` action presses and
+Not mapped, answered as :meth:`NativeStep.unsupported`: clicks, scrolls and
+``left_mouse_down``/``up`` without a ``coordinate`` while the pointer position is unknown,
+and modifier keys held during a click, drag or scroll (a ``key`` action presses and
 releases its chord at once, so it cannot wrap a click).
 """
 
@@ -129,7 +131,7 @@ class NativeStep:
 
     ``kind`` is ``"actions"`` (send ``actions`` to the broker, then screenshot),
     ``"screenshot_only"`` (no input; answer with a fresh frame), ``"cursor_position"``
-    (answer with the pointer position the session last sent), ``"zoom"`` (answer with the
+    (answer with the current pointer position), ``"zoom"`` (answer with the
     next frame cropped to ``region``, in screenshot coordinates, not yet checked against
     the screenshot size) or ``"unsupported"`` (the input is well-formed but the broker
     cannot perform it; ``message`` explains why and goes back to the model as an
@@ -255,8 +257,8 @@ def map_computer_action(
     Coordinates arrive in the screenshot space the model sees and are converted with
     ``to_desktop(x, y)``, which returns desktop pixels; a :class:`ValueError` it raises
     (for a point outside the screenshot, say) becomes a :class:`NativeActionError`.
-    ``pointer`` is the last pointer position the session sent, in desktop pixels (None while
-    unknown); ``left_mouse_down``/``left_mouse_up`` without a coordinate act there.
+    ``pointer`` is the current pointer position, in desktop pixels (None while unknown);
+    clicks, ``scroll`` and ``left_mouse_down``/``left_mouse_up`` without a coordinate act there.
 
     Returns a :class:`NativeStep`. Raises :class:`NativeActionError` for a malformed input:
     not an object, an unknown action, missing, extra or mistyped fields, out-of-range
@@ -330,7 +332,7 @@ def _map(
         x, y = _point(fields["coordinate"], "coordinate", to_desktop)
         return _run(MoveAction(x=x, y=y))
     if action in _CLICKS:
-        return _click(action, fields, to_desktop)
+        return _click(action, fields, to_desktop, pointer)
     if action == "left_click_drag":
         if "text" in fields:
             return _modifiers_unsupported(action, fields["text"], "text")
@@ -338,7 +340,7 @@ def _map(
         end = _point(fields["coordinate"], "coordinate", to_desktop)
         return _run(DragAction(path=(start, end), button="left"))
     if action == "scroll":
-        return _scroll(fields, to_desktop)
+        return _scroll(fields, to_desktop, pointer)
     raise AssertionError(f"no mapping for {action}")  # pragma: no cover - tables out of sync
 
 
@@ -414,21 +416,25 @@ def _wait(duration: object) -> NativeStep:
     return _run(*(WaitAction(seconds=value) for value in seconds))
 
 
-def _click(action: str, fields: dict[str, object], to_desktop: ToDesktop) -> NativeStep:
+def _click(action: str, fields: dict[str, object], to_desktop: ToDesktop,
+           pointer: tuple[int, int] | None) -> NativeStep:
     for name in ("text", "key"):
         if name in fields:
             return _modifiers_unsupported(action, fields[name], name)
-    if "coordinate" not in fields:
+    if "coordinate" in fields:
+        x, y = _point(fields["coordinate"], "coordinate", to_desktop)
+    elif pointer is not None:
+        x, y = pointer
+    else:
         return NativeStep.unsupported(
-            f"{action} without a coordinate (at the current pointer position) is not available "
-            "on this desktop; send the coordinate to click at"
+            f"{action} without a coordinate acts at the current pointer position, which is not "
+            "known yet; send the coordinate to click at"
         )
-    x, y = _point(fields["coordinate"], "coordinate", to_desktop)
     button, count = _CLICKS[action]
     return _run(ClickAction(x=x, y=y, button=button, count=count))
 
 
-def _scroll(fields: dict[str, object], to_desktop: ToDesktop) -> NativeStep:
+def _scroll(fields: dict[str, object], to_desktop: ToDesktop, pointer: tuple[int, int] | None) -> NativeStep:
     direction = fields["scroll_direction"]
     if not isinstance(direction, str) or direction not in _SCROLL_DIRECTIONS:
         raise NativeActionError(
@@ -442,12 +448,15 @@ def _scroll(fields: dict[str, object], to_desktop: ToDesktop) -> NativeStep:
         raise NativeActionError(f"scroll_amount must be between 1 and {MAX_SCROLL_AMOUNT}, got {amount}")
     if "text" in fields:
         return _modifiers_unsupported("scroll", fields["text"], "text")
-    if "coordinate" not in fields:
+    if "coordinate" in fields:
+        x, y = _point(fields["coordinate"], "coordinate", to_desktop)
+    elif pointer is not None:
+        x, y = pointer
+    else:
         return NativeStep.unsupported(
-            "scroll without a coordinate (at the current pointer position) is not available on "
-            "this desktop; send the coordinate to scroll at"
+            "scroll without a coordinate acts at the current pointer position, which is not "
+            "known yet; send the coordinate to scroll at"
         )
-    x, y = _point(fields["coordinate"], "coordinate", to_desktop)
     unit_x, unit_y = _SCROLL_DIRECTIONS[direction]
     return _run(ScrollAction(x=x, y=y, dx=unit_x * amount, dy=unit_y * amount))
 

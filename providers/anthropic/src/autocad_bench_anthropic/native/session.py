@@ -29,16 +29,23 @@ Responses:
 * a ``screenshot`` request becomes ``{"type": "wait", "seconds": 0.1}``: it costs one
   action, because the broker captures a fresh frame after every batch and the model needs a
   batch to get one;
-* the session tracks the pointer position it last sent (the last point of every mapped
-  action that has one; unknown at the start, kept in the checkpoint). ``left_mouse_down``/
-  ``left_mouse_up`` without a coordinate act there. ``cursor_position`` costs the same 0.1 s
-  wait and its tool result is ``X=..., Y=...`` in screenshot coordinates (an ``is_error``
-  result while the position is unknown). The position is the one the harness sent: pointer
-  moves made by the application or a rejected batch are not seen;
+* the pointer: a reply's batch starts where :attr:`Observation.pointer` says the pointer
+  was when the observed frame was captured (the broker's reading, so moves the application
+  made itself count); without it, at the last position the session sent (kept in the
+  checkpoint; unknown at the start). Every mapped action that names a point moves it on.
+  ``left_mouse_down``/``left_mouse_up``, clicks and scrolls without a coordinate act at that
+  current position (an ``unsupported`` result while it is unknown). ``cursor_position``
+  costs the same 0.1 s wait and its tool result is ``X=..., Y=...`` in screenshot
+  coordinates: the pointer of the *next* observation when it carries one and no later call
+  of the same reply moved the pointer, else the current position at that call (an
+  ``is_error`` result while it is unknown);
 * ``zoom`` (``computer_20251124``, declared with ``enable_zoom``) costs the same 0.1 s wait;
-  its tool result image is the next frame cropped at desktop resolution to the region
-  (screenshot coordinates mapped to desktop pixels), scaled down only beyond Anthropic's
-  image limits, and written to ``native-zoom/`` in the rollout directory;
+  its tool result image is the next frame (desktop resolution) cropped to the region
+  (screenshot coordinates mapped to desktop pixels) and resized with Lanczos to
+  :func:`zoom_size`: the largest size within Anthropic's image limits with the region's
+  aspect ratio, so a small region is scaled *up* to fill the image budget, as the SDK's
+  ``BetaComputerZoomInput`` describes. It is written to ``native-zoom/`` in the rollout
+  directory;
 * an ``unsupported`` action or a :class:`NativeActionError` makes the whole turn malformed
   (nothing runs); the next request answers that call with an ``is_error`` result carrying
   the message, and every other call of the reply with an ``is_error`` "not performed";
@@ -52,8 +59,27 @@ request is planned from the same history with the new observation (the core repo
 problem in its ``feedback``). A failed request commits nothing either, so resending the
 same observation resends the same request.
 
-Not done here (unlike the function-mode session): compaction, screenshot stripping and the
-413 rewrite (:meth:`shrink` returns ``False``); the history grows for the whole rollout.
+History bounds (the function session's server-mode rules, without a model-made summary):
+
+* **recent screenshots.** The history keeps the images (screenshots and zoom crops) of the
+  ``history_turns`` to ``2 * history_turns`` most recent user messages; when a commit
+  passes the upper bound, the images of all but the newest ``history_turns`` are replaced
+  by a short text (:func:`~autocad_bench_anthropic.history.screenshot_placeholder`). Cut in
+  one step, the request prefix stays byte-identical (and cached) between two cuts. Every
+  ``tool_use`` keeps its ``tool_result``; only images go;
+* **the byte guard.** A request above ``request_guard_bytes`` (the function session's
+  option) or with more than :data:`MAX_REQUEST_IMAGES` images has every historical image
+  replaced, then, while still above the guard, the oldest complete assistant/result pairs
+  dropped (a pair holds a reply's ``tool_use`` blocks and the message that answers them);
+* **413.** :meth:`shrink` rewrites the committed history so that the same observation
+  makes a strictly smaller request (first every historical image removed; if that is not
+  enough, the older half of the complete pairs dropped too) and returns ``True``;
+  ``False`` when no rewrite is smaller (nothing committed yet, or nothing left to remove).
+
+The first user message (task and the fixed reference, with its cache breakpoint) is never
+dropped and the reference never stripped, so the three cache breakpoints stay where
+:mod:`autocad_bench_anthropic.caching` puts them. Stripped and dropped counts are kept in
+the checkpoint (``screenshots_removed``, ``pairs_dropped``).
 """
 
 from __future__ import annotations
@@ -63,6 +89,7 @@ import hashlib
 import io
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +119,12 @@ from autocad_bench_anthropic.history import (
     Entry,
     ImageStore,
     Json,
+    drop_oldest_pairs,
+    encoded_size,
     image_block,
+    iter_images,
+    messages_size,
+    strip_screenshots,
     text_block,
 )
 from autocad_bench_anthropic.native.actions import (
@@ -138,6 +170,15 @@ ZOOM_DIR = "native-zoom"
 ZOOM_VERSION = "computer_20251124"
 """The tool version that has ``zoom`` (declared with ``enable_zoom``)."""
 
+DEFAULT_HISTORY_TURNS = 16
+"""Default ``history_turns``: the images of the 16 to 32 most recent user messages are kept
+(the same default, and the same keep-between-N-and-2N rule, as the OpenAI sessions'
+``history_turns`` option)."""
+
+MAX_REQUEST_IMAGES = 100
+"""Most images one Messages API request may carry (Anthropic vision docs, "up to 100 images
+per API request"); the byte guard also strips historical images above it."""
+
 NOT_PERFORMED = "Not performed: another computer call in the same reply could not be performed."
 CUT_OFF = "the reply was cut off at max_tokens"
 
@@ -165,6 +206,23 @@ def native_system_prompt(task: str) -> str:
 def anthropic_geometry(desktop: DisplaySize) -> ScreenGeometry:
     """The shown screenshot size for ``desktop`` within Anthropic's vision limits."""
     return ScreenGeometry.fit(desktop, max_long_edge=ANTHROPIC_MAX_LONG_EDGE, max_pixels=ANTHROPIC_MAX_PIXELS)
+
+
+def zoom_size(width: int, height: int) -> DisplaySize:
+    """The size a ``width`` x ``height`` zoom crop is shown at: the largest size within
+    Anthropic's image limits (long edge, megapixels) with the crop's aspect ratio.
+
+    Larger than the crop when the crop is small (the zoom fills the image budget), smaller
+    when it exceeds the limits; the short edge is rounded as :meth:`ScreenGeometry.fit`
+    rounds it, and is at least 1. Raises ``ValueError`` for a size below 1.
+    """
+    if width < 1 or height < 1:
+        raise ValueError(f"a zoom crop must be at least 1x1, got {width}x{height}")
+    # fit() never goes above its input, so hand it the crop blown up past the limits (same
+    # aspect ratio): the result is then bounded only by the limits.
+    factor = ANTHROPIC_MAX_LONG_EDGE
+    blown_up = DisplaySize(width=width * factor, height=height * factor)
+    return anthropic_geometry(blown_up).shown
 
 
 class ScaledImageStore(ImageStore):
@@ -196,7 +254,12 @@ class PendingCall(BaseModel):
     id: str
     error: str | None = None
     text: str | None = None
-    """The result text of a call answered by the session (``cursor_position``)."""
+    """A fixed result text of a call answered by the session."""
+    cursor: tuple[int, int] | None = None
+    """For ``cursor_position``: the pointer (desktop pixels) at that call of the batch."""
+    cursor_observed: bool = False
+    """For ``cursor_position``: no later call of the reply moved the pointer, so the next
+    observation's :attr:`Observation.pointer`, when present, is the answer."""
     zoom: Region | None = None
     """For ``zoom``: the desktop-pixel box ``(x0, y0, x1, y1)`` (end exclusive) to crop."""
 
@@ -211,16 +274,37 @@ class NativeState(BaseModel):
     malformed_turns: int = Field(default=0, ge=0)
     uncommitted_replies: int = Field(default=0, ge=0)
     pointer: tuple[int, int] | None = None
-    """The last pointer position the session sent, in desktop pixels (None: unknown)."""
+    """The pointer position after the last committed batch, in desktop pixels (None:
+    unknown): the last point it sent, or the observed pointer the batch started from."""
+    screenshots_removed: int = Field(default=0, ge=0)
+    """Historical images replaced by a text (history bound, byte guard, 413 rewrite)."""
+    pairs_dropped: int = Field(default=0, ge=0)
+    """Complete assistant/result pairs dropped (byte guard, 413 rewrite)."""
+
+
+@dataclass
+class Plan:
+    """The request one observation leads to (history + pending message) and its size."""
+
+    messages: list[Entry]
+    size: int
+    images: int
+    stripped: int = 0
+    dropped: int = 0
 
 
 class NativeAnthropicSession(ProviderSession):
     """A :class:`ProviderSession` over the Messages beta with Anthropic's native computer tool."""
 
     def __init__(self, request: SessionRequest, options: AnthropicOptions, api_key: str | None, *,
-                 tool_version: str = DEFAULT_COMPUTER_TOOL) -> None:
+                 tool_version: str = DEFAULT_COMPUTER_TOOL, history_turns: int = DEFAULT_HISTORY_TURNS) -> None:
         if tool_version not in TOOL_VERSIONS:
             raise ValueError(f"unknown computer tool version {tool_version!r}; expected one of {sorted(TOOL_VERSIONS)}")
+        if history_turns < 1:
+            raise ValueError(f"history_turns must be at least 1, got {history_turns}")
+        self._history_turns = history_turns
+        self._last_attempt: tuple[Observation, int] | None = None
+        self._skeleton_size: int | None = None
         self._request = request
         self._options = options
         self._model = request.model.model
@@ -263,8 +347,9 @@ class NativeAnthropicSession(ProviderSession):
         client = self._ensure_client()
         import anthropic
 
-        pending = self._pending_message(observation)
-        kwargs = self.request_kwargs(pending)
+        plan = self._plan(observation)
+        self._last_attempt = (observation, plan.size)
+        kwargs = self._kwargs(plan.messages)
         try:
             message: Any = await client.beta.messages.create(**kwargs)
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as error:
@@ -272,9 +357,30 @@ class NativeAnthropicSession(ProviderSession):
         except (anthropic.APIResponseValidationError, json.JSONDecodeError) as error:
             return self._unusable(f"the response body could not be parsed ({type(error).__name__})")
         try:
-            return self._receive(pending, message)
+            return self._receive(observation, plan, message)
         except (AttributeError, KeyError, TypeError) as error:
             return self._unusable(f"the response is not a Messages object ({type(error).__name__})")
+
+    def shrink(self) -> bool:
+        """After a 413: rewrite the history so the same observation makes a smaller request.
+
+        First every historical image is replaced by a short text; if that does not make the
+        request smaller, the older half of the complete assistant/result pairs is dropped
+        too. Returns ``True`` once the rewritten request is strictly smaller than the one
+        refused, ``False`` (history unchanged) when no request was made yet or nothing
+        smaller is possible.
+        """
+        if self._last_attempt is None or not self._history:
+            return False
+        observation, failed_size = self._last_attempt
+        saved_history, saved_state = self._history, self._state
+        try:
+            smaller = self._shrink_history(observation, failed_size)
+        except ProviderRequestError:
+            smaller = False
+        if not smaller:
+            self._history, self._state = saved_history, saved_state
+        return smaller
 
     def checkpoint(self) -> JsonObject:
         """The committed messages (images as checksummed file references), pending calls, counters."""
@@ -295,22 +401,110 @@ class NativeAnthropicSession(ProviderSession):
 
     # --- the request -----------------------------------------------------------------------
 
-    def request_kwargs(self, pending: Entry) -> dict[str, Any]:
-        """The ``beta.messages.create`` arguments of the committed history plus ``pending``."""
+    def request_kwargs(self, observation: Observation) -> dict[str, Any]:
+        """The ``beta.messages.create`` arguments ``observation`` leads to (no state changes).
+
+        Raises :class:`ArtifactIntegrityError` when an image file is missing or changed.
+        """
+        return self._kwargs(self._plan(observation).messages)
+
+    def _body(self) -> dict[str, Any]:
         shown = self._geometry.shown
-        kwargs: dict[str, Any] = {
+        return {
             "model": self._model,
             "max_tokens": self._options.max_tokens,
             "system": self._system,
             "tools": [tool_definition(self._version, shown.width, shown.height,
                                       enable_zoom=self._version == ZOOM_VERSION)],
-            "messages": [e.render(self._store) for e in [*self._history, pending]],
             "cache_control": cache_control(),
         }
+
+    def _kwargs(self, messages: list[Entry]) -> dict[str, Any]:
+        kwargs = self._body()
+        kwargs["messages"] = [e.render(self._store) for e in messages]
         beta = BETA_HEADERS.get(self._version)  # the toolset has no beta flag
         if beta is not None:
             kwargs["betas"] = [beta]
         return kwargs
+
+    def _size(self, messages: list[Entry]) -> int:
+        """Serialized bytes of the request body the SDK sends for ``messages``."""
+        if self._skeleton_size is None:
+            self._skeleton_size = encoded_size({**self._body(), "messages": []})
+        return self._skeleton_size + messages_size(messages, self._store)
+
+    # --- history bounds --------------------------------------------------------------------
+
+    def _plan(self, observation: Observation) -> Plan:
+        """The request for ``observation``: committed history plus the pending message, guarded."""
+        messages = [*self._history, self._pending_message(observation)]
+        plan = Plan(messages, self._size(messages), _image_count(messages))
+        if plan.size > self._options.request_guard_bytes or plan.images > MAX_REQUEST_IMAGES:
+            self._guard(plan)
+        return plan
+
+    def _guard(self, plan: Plan) -> None:
+        """Bring a request above the byte guard (or the image limit) down: strip, then drop pairs."""
+        *older, pending = plan.messages
+        stripped = []
+        for entry in older:
+            new, removed = strip_screenshots(entry, self._reference, self._store)
+            stripped.append(new)
+            plan.stripped += removed
+        plan.messages = [*stripped, pending]
+        plan.size = self._size(plan.messages)
+        # Pairs go from the history only: the pending results and the current desktop stay.
+        while plan.size > self._options.request_guard_bytes:
+            stripped, dropped = drop_oldest_pairs(stripped, 1)
+            if not dropped:
+                break
+            plan.dropped += dropped
+            plan.messages = [*stripped, pending]
+            plan.size = self._size(plan.messages)
+        plan.images = _image_count(plan.messages)
+
+    def _bounded(self, history: list[Entry]) -> tuple[list[Entry], int]:
+        """``history`` with the images of all but the newest ``history_turns`` user messages
+        replaced, once more than ``2 * history_turns`` of them carry images."""
+        keep = (self._reference.path, self._reference.sha256)
+        carriers = [i for i, entry in enumerate(history)
+                    if entry.role == "user" and any((b["source"]["path"], b["source"]["sha256"]) != keep
+                                                    for b in iter_images(entry.ref))]
+        if len(carriers) <= 2 * self._history_turns:
+            return history, 0
+        bounded = list(history)
+        removed = 0
+        for index in carriers[:-self._history_turns]:
+            bounded[index], count = strip_screenshots(bounded[index], self._reference, self._store)
+            removed += count
+        return bounded, removed
+
+    def _shrink_history(self, observation: Observation, failed_size: int) -> bool:
+        removed = 0
+        history = []
+        for entry in self._history:
+            new, count = strip_screenshots(entry, self._reference, self._store)
+            history.append(new)
+            removed += count
+        if removed and self._adopt(history, observation, failed_size, removed=removed, dropped=0):
+            return True
+        pairs = sum(1 for e in history[1:] if e.role == "assistant")
+        history, dropped = drop_oldest_pairs(history, max(1, pairs // 2))
+        return bool(dropped) and self._adopt(history, observation, failed_size, removed=removed, dropped=dropped)
+
+    def _adopt(self, history: list[Entry], observation: Observation, failed_size: int, *,
+               removed: int, dropped: int) -> bool:
+        """Take ``history`` (and count the rewrite) if the request it makes is smaller."""
+        previous_history, previous_state = self._history, self._state
+        self._history = history
+        self._state = self._state.model_copy(update={
+            "screenshots_removed": self._state.screenshots_removed + removed,
+            "pairs_dropped": self._state.pairs_dropped + dropped,
+        })
+        if self._plan(observation).size < failed_size:
+            return True
+        self._history, self._state = previous_history, previous_state
+        return False
 
     def _desktop_text(self, observation: Observation) -> str:
         shown = self._geometry.shown
@@ -334,7 +528,7 @@ class NativeAnthropicSession(ProviderSession):
             return Entry({"role": "user", "content": content})
         content = []
         for call in pending[:-1]:
-            if call.error is None and (call.text is not None or call.zoom is not None):
+            if call.error is None and (call.text is not None or call.cursor is not None or call.zoom is not None):
                 blocks = self._answer_blocks(call, observation)
             else:
                 blocks = [text_block(call.error or "Performed; the screenshot is in the last result.")]
@@ -361,6 +555,10 @@ class NativeAnthropicSession(ProviderSession):
         blocks: list[Json] = []
         if call.text is not None:
             blocks.append(text_block(call.text))
+        if call.cursor is not None:
+            observed = observation.pointer if call.cursor_observed else None
+            x, y = self._geometry.to_shown(*(observed if observed is not None else call.cursor))
+            blocks.append(text_block(f"X={x}, Y={y}"))
         if call.zoom is not None:
             x0, y0, x1, y1 = call.zoom
             blocks.append(text_block(f"Zoomed view of desktop pixels x {x0}-{x1 - 1}, y {y0}-{y1 - 1} "
@@ -369,9 +567,11 @@ class NativeAnthropicSession(ProviderSession):
         return blocks
 
     def _zoom_image(self, frame: ArtifactRef, box: Region) -> ArtifactRef:
-        """Crop ``frame`` to ``box`` (desktop pixels), shrink it to Anthropic's limits, store it.
+        """Crop ``frame`` to ``box`` (desktop pixels), resize it to :func:`zoom_size`, store it.
 
-        The file name depends only on the frame and the box, so a resent request is identical.
+        The file name depends only on the frame and the box, so a resent request is
+        identical. Raises :class:`ArtifactIntegrityError` when the frame is missing or
+        changed.
         """
         from PIL import Image
 
@@ -384,19 +584,17 @@ class NativeAnthropicSession(ProviderSession):
             raise ArtifactIntegrityError(f"image {frame.path!r} does not match its recorded sha256 checksum")
         with Image.open(io.BytesIO(data)) as image:
             crop = image.crop(box)
-            size = DisplaySize(width=crop.width, height=crop.height)
-            fitted = anthropic_geometry(size)
-            if not fitted.is_identity:
-                crop = crop.resize((fitted.shown.width, fitted.shown.height), Image.Resampling.LANCZOS)
             buffer = io.BytesIO()
             crop.save(buffer, format="PNG")
-        png = buffer.getvalue()
+        cropped = DisplaySize(width=crop.width, height=crop.height)
+        shown = zoom_size(cropped.width, cropped.height)
+        png = scale_png(buffer.getvalue(), ScreenGeometry(cropped, shown))
         relative = f"{ZOOM_DIR}/{frame.sha256[:16]}-{'-'.join(map(str, box))}.png"
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(png)
         return ArtifactRef(path=relative, sha256=hashlib.sha256(png).hexdigest(),
-                           width=crop.width, height=crop.height)
+                           width=shown.width, height=shown.height)
 
     def _zoom_box(self, region: Region) -> Region:
         """The desktop-pixel box (end exclusive) of a shown-screenshot ``region``."""
@@ -435,7 +633,7 @@ class NativeAnthropicSession(ProviderSession):
             raise ValueError(f"is outside the {shown.width}x{shown.height} screenshot")
         return self._geometry.to_desktop(x, y)
 
-    def _receive(self, pending: Entry, message: Any) -> ModelTurn:
+    def _receive(self, observation: Observation, plan: Plan, message: Any) -> ModelTurn:
         usage = _usage(message)
         blocks = [_dump(block) for block in (message.content or [])]
         text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
@@ -462,26 +660,33 @@ class NativeAnthropicSession(ProviderSession):
             problem = f"the reply made no computer call (stop_reason={stop_reason})"
             errors = {}
         else:
-            actions, errors, answers, pointer = self._map_calls(calls)
+            problem = None
+            errors = {}
+        start = observation.pointer if observation.pointer is not None else self._state.pointer
+        if calls and problem is None:
+            actions, errors, answers, pointer = self._map_calls(calls, start)
             if not errors:
-                self._commit(pending, blocks, ids, {}, malformed=False, answers=answers, pointer=pointer)
+                self._commit(plan, blocks, ids, {}, malformed=False, answers=answers, pointer=pointer)
                 return turn({"actions": actions})
             problem = "; ".join(errors.values())
             errors = {i: errors.get(i, NOT_PERFORMED) for i in ids}
         if calls:
-            self._commit(pending, blocks, ids, errors, malformed=True)
+            self._commit(plan, blocks, ids, errors, malformed=True, pointer=start)
         else:
             self._count_uncommitted()
         return turn(None, problem)
 
     def _map_calls(
-        self, calls: list[Json]
+        self, calls: list[Json], pointer: tuple[int, int] | None
     ) -> tuple[list[JsonValue], dict[str, str], dict[str, PendingCall], tuple[int, int] | None]:
-        """The batch, the errors by call id, the session's own answers by call id, the pointer after."""
+        """The batch, the errors by call id, the session's own answers by call id, the pointer after.
+
+        ``pointer`` is where the batch starts (desktop pixels; None: unknown).
+        """
         actions: list[JsonValue] = []
         errors: dict[str, str] = {}
         answers: dict[str, PendingCall] = {}
-        pointer = self._state.pointer
+        cursors: list[str] = []
         for call in calls:
             call_id = str(call.get("id"))
             if self._version != TOOLSET_VERSION and call.get("name") != TOOL_NAME:
@@ -507,20 +712,27 @@ class NativeAnthropicSession(ProviderSession):
                     errors[call_id] = ("the pointer position is not known yet; move the pointer with mouse_move "
                                        "or click somewhere first")
                     continue
-                x, y = self._geometry.to_shown(*pointer)
-                answers[call_id] = PendingCall(id=call_id, text=f"X={x}, Y={y}")
+                answers[call_id] = PendingCall(id=call_id, cursor=pointer, cursor_observed=True)
+                cursors.append(call_id)
                 actions.append({"type": "wait", "seconds": SCREENSHOT_WAIT_SECONDS})
             elif step.kind in ("screenshot_only", "zoom"):
                 actions.append({"type": "wait", "seconds": SCREENSHOT_WAIT_SECONDS})
             else:
                 actions.extend(_json_actions(step.actions))
-                pointer = _last_point(step.actions) or pointer
+                moved = _last_point(step.actions)
+                if moved is not None and moved != pointer:
+                    pointer = moved
+                    # A later move: the next observation no longer shows the earlier answers.
+                    for earlier in cursors:
+                        answers[earlier] = answers[earlier].model_copy(update={"cursor_observed": False})
+                    cursors.clear()
         return actions, errors, answers, pointer
 
-    def _commit(self, pending: Entry, blocks: list[Json], ids: list[str], errors: dict[str, str], *,
+    def _commit(self, plan: Plan, blocks: list[Json], ids: list[str], errors: dict[str, str], *,
                 malformed: bool, answers: dict[str, PendingCall] | None = None,
                 pointer: tuple[int, int] | None = None) -> None:
-        self._history = [*self._history, pending, Entry({"role": "assistant", "content": blocks})]
+        history, removed = self._bounded([*plan.messages, Entry({"role": "assistant", "content": blocks})])
+        self._history = history
         state = self._state
         answers = answers or {}
         self._state = NativeState(
@@ -528,9 +740,11 @@ class NativeAnthropicSession(ProviderSession):
             committed_turns=state.committed_turns + 1,
             malformed_turns=state.malformed_turns + (1 if malformed else 0),
             uncommitted_replies=state.uncommitted_replies,
-            pointer=state.pointer if malformed else pointer,
+            pointer=pointer,
+            screenshots_removed=state.screenshots_removed + plan.stripped + removed,
+            pairs_dropped=state.pairs_dropped + plan.dropped,
         )
-        self._store.retain([s for e in self._history for s in e.image_shas()])
+        self._store.retain([self._reference.sha256, *(s for e in self._history for s in e.image_shas())])
 
     def _count_uncommitted(self) -> None:
         self._state = self._state.model_copy(update={"uncommitted_replies": self._state.uncommitted_replies + 1})
@@ -560,6 +774,10 @@ class NativeAnthropicSession(ProviderSession):
         self._version = version
         self._geometry = ScreenGeometry(self._request.display, shown)
         self._history = [Entry(dict(copy.deepcopy(m))) for m in messages if isinstance(m, dict)]
+
+
+def _image_count(messages: list[Entry]) -> int:
+    return sum(len(e.image_shas()) for e in messages)
 
 
 def _last_point(actions: list[dict[str, object]]) -> tuple[int, int] | None:

@@ -23,10 +23,10 @@ The variant is an explicit constructor argument; :func:`default_variant` picks
 tool otherwise (``provider_options.computer_tool`` overrides it).
 
 Conversation (``store`` is always false, so nothing lives on the server and every request
-carries the whole history)::
+carries the whole kept history)::
 
     instructions  native prompt                       tools [computer tool]
-    user          [task, reference image, status, first screenshot]
+    user          [task, reference image, (omitted turns note), status, oldest kept screenshot]
     reasoning / message / computer_call ...           (exactly as returned, in order)
     computer_call_output per computer_call            (the new screenshot; acknowledged checks)
     user          [controller feedback + status]
@@ -75,10 +75,29 @@ pending_safety_checks policy (``safety_checks``, ``provider_options.safety_check
 
 Either way the checks are recorded in :attr:`ModelTurn.text`.
 
+History bound (``history_turns``, the option the function session uses for the same
+purpose): a committed exchange (a *step*: the observation sent and the reply's output items)
+is dropped only as a whole, because a ``computer_call_output`` must carry a screenshot (no
+text placeholder is possible) and every reasoning item must stay with the call it preceded.
+Once more than ``2 * history_turns`` steps are kept, the oldest are dropped down to
+``history_turns`` in one cut (the request prefix stays byte-identical between two cuts).
+The oldest kept step then opens the conversation: its screenshot and status follow the task
+and the reference in the first user message, with a note of how many turns were omitted,
+and its calls are answered as before. The last step (the calls the next observation
+answers) is never dropped.
+
+413: :meth:`shrink` drops the older half of the kept steps (never the last) and returns
+``True`` when the same observation then makes a strictly smaller request; ``False`` (nothing
+changed) when only the last step is left or no request was made yet.
+
 A failed request commits nothing, so resending the same observation resends the same
-request; a checkpoint (images as checksummed references) resumes to a byte-identical next
-request. Not done here: history trimming, compaction and the 413 rewrite (:meth:`shrink`
-returns ``False``).
+request; a checkpoint (images as checksummed references, ``omitted`` included) resumes to a
+byte-identical next request.
+
+The pointer: every pointer action of OpenAI's computer tool carries its own coordinates
+(``click``, ``double_click``, ``move`` and ``scroll`` have ``x``/``y``, ``drag`` a path that
+starts at its first point) and no action asks where the pointer is, so
+:attr:`Observation.pointer` changes nothing here.
 """
 
 from __future__ import annotations
@@ -208,6 +227,8 @@ class NativeCheckpoint(BaseModel):
     reference: ArtifactRef
     prompt_cache_key: str
     steps: list[Step] = Field(default_factory=list)
+    omitted: int = Field(default=0, ge=0)
+    """Steps dropped from the front of the history (bound, 413 rewrite)."""
     malformed_turns: int = Field(default=0, ge=0)
     uncommitted_replies: int = Field(default=0, ge=0)
 
@@ -220,6 +241,12 @@ class ShownImages:
         self._geometry = geometry
         self._urls: dict[tuple[str, str], str] = {}
         self.encodings = 0
+
+    def retain(self, refs: list[ArtifactRef]) -> None:
+        """Forget the URLs of images not in ``refs``."""
+        keep = {(ref.path, ref.sha256) for ref in refs}
+        for key in [k for k in self._urls if k not in keep]:
+            del self._urls[key]
 
     def url(self, ref: ArtifactRef) -> str:
         """The ``data:`` URL of ``ref`` (read, verified and scaled once)."""
@@ -273,6 +300,7 @@ class NativeOpenAISession(ProviderSession):
                                      prompt_cache_key=rollout_cache_key(request))
         self._state = state
         self._images = ShownImages(request, self._geometry)
+        self._last_attempt: tuple[Observation, int] | None = None
 
     def __repr__(self) -> str:
         shown = self._geometry.shown
@@ -303,6 +331,7 @@ class NativeOpenAISession(ProviderSession):
         client = self._ensure_client()
         pending = self._pending_step(observation)
         kwargs = self.request_kwargs(observation)
+        self._last_attempt = (observation, _body_size(kwargs))
         try:
             response = await client.responses.create(**kwargs)
         except Exception as error:
@@ -314,6 +343,30 @@ class NativeOpenAISession(ProviderSession):
         if failed is not None:
             raise redacted(failed, self._api_key)
         return self._receive(pending, response)
+
+    def shrink(self) -> bool:
+        """After a 413: drop the older half of the kept steps (never the last one).
+
+        Returns ``True`` when the same observation then makes a strictly smaller request,
+        ``False`` (state unchanged) when no request was made yet or only the last step is left.
+        """
+        if self._last_attempt is None:
+            return False
+        observation, failed_size = self._last_attempt
+        steps = self._state.steps
+        droppable = len(steps) - 1
+        if droppable <= 0:
+            return False
+        drop = max(1, droppable // 2)
+        saved = self._state
+        self._state = saved.model_copy(update={"steps": steps[drop:], "omitted": saved.omitted + drop})
+        try:
+            smaller = _body_size(self.request_kwargs(observation)) < failed_size
+        except ProviderRequestError:
+            smaller = False
+        if not smaller:
+            self._state = saved
+        return smaller
 
     def checkpoint(self) -> JsonObject:
         """The committed steps (images as checksummed references), policy, geometry and counters."""
@@ -364,15 +417,22 @@ class NativeOpenAISession(ProviderSession):
         for index, step in enumerate(steps):
             screenshot = self._images.url(step.frame)
             if index == 0:
-                items.append({"role": "user", "content": [
+                content: list[dict[str, Any]] = [
                     {"type": "input_text", "text": f"Task:\n{self._request.task_prompt}"},
                     {"type": "input_text", "text": "Fixed reference image of the expected result "
                                                    "(it stays the same for the whole rollout):"},
                     {"type": "input_image", "image_url": self._images.url(self._state.reference),
                      "detail": IMAGE_DETAIL},
+                ]
+                if self._state.omitted:
+                    content.append({"type": "input_text", "text": (
+                        f"({self._state.omitted} earlier turns are omitted from this history to keep the "
+                        "request small.)")})
+                content.extend([
                     {"type": "input_text", "text": step.text},
                     {"type": "input_image", "image_url": screenshot, "detail": IMAGE_DETAIL},
-                ]})
+                ])
+                items.append({"role": "user", "content": content})
             else:
                 previous = steps[index - 1]
                 for call in previous.calls:
@@ -524,13 +584,23 @@ class NativeOpenAISession(ProviderSession):
                       for i in ids)
         step = pending.model_copy(update={"items": items, "calls": calls})
         state = self._state
+        steps = [*state.steps, step]
+        keep = self._options.history_turns
+        dropped = len(steps) - keep if len(steps) > 2 * keep else 0
         self._state = state.model_copy(update={
-            "steps": [*state.steps, step],
+            "steps": steps[dropped:],
+            "omitted": state.omitted + dropped,
             "malformed_turns": state.malformed_turns + (1 if malformed else 0),
         })
+        self._images.retain([self._state.reference, *(s.frame for s in self._state.steps)])
 
     def _count_uncommitted(self) -> None:
         self._state = self._state.model_copy(update={"uncommitted_replies": self._state.uncommitted_replies + 1})
+
+
+def _body_size(kwargs: dict[str, Any]) -> int:
+    """Serialized bytes of a request body (compact JSON, UTF-8), to compare two requests."""
+    return len(json.dumps(kwargs, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 def _checks(call: dict[str, Any]) -> list[SafetyCheck]:
