@@ -31,7 +31,7 @@ KINDS: dict[Kind, KindInfo] = {
         "backend",
         "autocad_bench.infrastructure",
         tuple(h for h in INFRASTRUCTURE_HOOKS if h != "create_trace_publisher"),
-        {"aws": "aws", "local-hyperv": "hyperv", "local-xvfb": "xvfb"},
+        {"aws": "aws", "local-hyperv": "hyperv", "local-xvfb": "xvfb", "ray": "ray"},
     ),
     "providers": KindInfo(
         "providers",

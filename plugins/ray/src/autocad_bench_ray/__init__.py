@@ -1,0 +1,1 @@
+"""autocad-bench backend ``ray``: LibreCAD desktops as Ray actors on a cluster."""
