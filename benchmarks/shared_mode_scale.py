@@ -1,28 +1,71 @@
 """Shared mode at scale: N concurrent rollouts in one controller process.
 
 Every rollout uses the scripted provider with a simulated model latency (default 1 s per
-turn) against its own fake broker (all brokers live in one separate process serving
-realistic 1920x1080 frames). Reports whether all rollouts completed, the controller's CPU
-share of the wall time on this machine, and its peak RSS per rollout (target <= 25 MiB).
+turn) against its own fake broker (all brokers live in one separate process on loopback,
+serving realistic 1920x1080 frames, so their CPU is not the controller's). The controller
+runs through ``_controller_probe.py``: ``autocad-bench-batch`` plus an event-loop lag probe.
+
+Measured per run:
+
+* controller CPU per turn: the controller process's user+system CPU over every turn it ran;
+* peak RSS of the controller process;
+* added turn latency: each turn's time (from the pilots' ``elapsed_s`` in
+  ``model_turn_summaries.jsonl``) less the simulated model latency, p50 and p99 over all turns;
+* event-loop lag: how late a 10 ms timer on one more loop in the controller wakes, p99 and max;
+* wall time against the ideal (turns x latency).
 
     uv run python benchmarks/shared_mode_scale.py [ROLLOUTS] [TURNS] [LATENCY_S]
+    uv run python benchmarks/shared_mode_scale.py --table [TURNS] [LATENCY_S]   # N = 10, 100, 1000
+    uv run python benchmarks/shared_mode_scale.py --profile OUT.txt ROLLOUTS TURNS LATENCY_S
+
+``--profile`` runs the controller under per-thread ``cProfile`` (thread CPU time) and writes
+the top functions by own time and by cumulative time to OUT.txt (the numbers of a profiled
+run are inflated by the profiler; only the table of an unprofiled run counts).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import resource
+import platform
+import pstats
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from _common import REPO, broker_process, table
+from _common import HERE, REPO, broker_process, table
+
+GOAL = {"rollouts": 1000, "cpu_ms_per_turn": 4.0, "wall_ratio": 1.1, "p99_ms": 50.0, "rss_mib": 2048.0}
+TABLE_SIZES = (10, 100, 1000)
 
 
-def main(rollouts: int, turns: int, latency: float) -> None:
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def added_latencies(out: Path, latency: float) -> list[float]:
+    """Each turn's wall time less the model latency, from every rollout's turn summaries."""
+    added: list[float] = []
+    for summaries in (out / "rollouts").glob("*/model_turn_summaries.jsonl"):
+        previous = 0.0
+        for line in summaries.read_text().splitlines():
+            try:
+                elapsed = float(json.loads(line)["elapsed_s"])
+            except (ValueError, KeyError):
+                continue
+            added.append(max(0.0, elapsed - previous - latency))
+            previous = elapsed
+    return added
+
+
+def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         with broker_process(rollouts, 1920, 1080, tmp, realistic=True) as info:
@@ -38,41 +81,106 @@ def main(rollouts: int, turns: int, latency: float) -> None:
                                    "settings": {"workers": info["urls"], "token_env": "BENCH_POOL_TOKEN",
                                                 "lease_dir": str(tmp / "leases")}},
                 "evaluation": {"enabled": False},
-                "rollouts": [{"rollout_id": f"r{i:03d}", "task_id": "line-and-circle", "provider": "scripted",
+                "rollouts": [{"rollout_id": f"r{i:04d}", "task_id": "line-and-circle", "provider": "scripted",
                               "model": f"replay-{i}", "provider_options": {"script": str(script),
                                                                           "latency_s": latency}}
                              for i in range(rollouts)],
             }
             config_path = tmp / "config.json"
             config_path.write_text(json.dumps(config))
-            env = {**os.environ, "BENCH_POOL_TOKEN": info["token"]}
-            start = time.monotonic()
-            process = subprocess.Popen(["autocad-bench-batch", "--config", str(config_path), "--execute",
-                                        "--output-dir", str(tmp / "out")], env=env,
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            _, status, usage = os.wait4(process.pid, 0)
-            wall = time.monotonic() - start
-            summary = json.loads(process.stdout.read().decode().strip().splitlines()[-1]) if process.stdout else {}
-            # A baseline: the same command's import-and-plan footprint with one rollout.
-            baseline = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            env = {**os.environ, "BENCH_POOL_TOKEN": info["token"], "AUTOCAD_BENCH_PROGRESS": "plain"}
+            out = tmp / "out"
+            lag_path = tmp / "lag.json"
+            pstats_path = tmp / "controller.pstats"
+            probe = [sys.executable, str(HERE / "_controller_probe.py"), str(lag_path),
+                     *(["--profile", str(pstats_path)] if profile else []), "--",
+                     "--config", str(config_path), "--execute", "--output-dir", str(out)]
+            # Output to files, never to a pipe nobody reads while waiting (a full pipe blocks the batch).
+            with open(tmp / "stdout.txt", "wb") as stdout, open(tmp / "stderr.txt", "wb") as stderr:
+                start = time.monotonic()
+                process = subprocess.Popen(probe, env=env, stdout=stdout, stderr=stderr)
+                _, status, usage = os.wait4(process.pid, 0)
+                wall = time.monotonic() - start
+            lines = (tmp / "stdout.txt").read_text().strip().splitlines()
+            try:
+                summary = json.loads(lines[-1]) if lines else {}
+            except ValueError:
+                summary = {}
+            if not summary:
+                sys.stderr.write((tmp / "stderr.txt").read_text()[-4000:])
+            lag = json.loads(lag_path.read_text()) if lag_path.exists() else []
+            added = added_latencies(out, latency) if out.exists() else []
+            if profile is not None and pstats_path.exists():
+                write_profile(pstats_path, profile, f"{rollouts} x {turns} turns at {latency} s")
     counts = summary.get("counts", {})
     cpu = usage.ru_utime + usage.ru_stime
-    rss_mib = usage.ru_maxrss / 1024
-    ideal = turns * latency
-    rows = [
-        ["rollouts", rollouts], ["turns per rollout", turns], ["model latency per turn (s)", latency],
-        ["exit status", os.waitstatus_to_exitcode(status)],
-        ["completed", f"{counts.get('done', 0)} of {rollouts}"],
-        ["wall time (s)", f"{wall:.1f} (ideal {ideal:.1f})"],
-        ["controller CPU (s)", f"{cpu:.1f}"],
-        ["controller CPU share of 2 cores", f"{cpu / (wall * (os.cpu_count() or 1)):.0%}"],
-        ["controller peak RSS (MiB)", f"{rss_mib:.0f}"],
-        ["peak RSS per rollout (MiB, target <= 25)", f"{rss_mib / rollouts:.2f}"],
-    ]
-    _ = baseline
-    print(table(f"shared mode, {rollouts} concurrent rollouts", ["measure", "value"], rows))
+    total_turns = rollouts * turns
+    return {
+        "rollouts": rollouts, "turns": turns, "latency": latency,
+        "exit": os.waitstatus_to_exitcode(status), "done": counts.get("done", 0),
+        "cpu_s": cpu, "cpu_ms_per_turn": 1000 * cpu / total_turns, "rss_mib": usage.ru_maxrss / 1024,
+        "p50_ms": 1000 * percentile(added, 0.50), "p99_ms": 1000 * percentile(added, 0.99),
+        "lag_p99_ms": 1000 * percentile(lag, 0.99), "lag_max_ms": 1000 * max(lag, default=float("nan")),
+        "wall_s": wall, "ideal_s": turns * latency,
+    }
+
+
+def write_profile(pstats_path: Path, target: Path, title: str) -> None:
+    buffer = io.StringIO()
+    stats = pstats.Stats(str(pstats_path), stream=buffer)
+    stats.strip_dirs()
+    buffer.write(f"# controller profile, {title} (per-thread cProfile, thread CPU time)\n")
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(25)
+    target.write_text(buffer.getvalue())
+
+
+def row(result: dict[str, Any]) -> list[Any]:
+    return [result["rollouts"], f"{result['done']}/{result['rollouts']}", f"{result['cpu_ms_per_turn']:.2f}",
+            f"{result['rss_mib']:.0f}", f"{result['p50_ms']:.0f} / {result['p99_ms']:.0f}",
+            f"{result['lag_p99_ms']:.0f} / {result['lag_max_ms']:.0f}",
+            f"{result['wall_s']:.1f} / {result['ideal_s']:.1f} = {result['wall_s'] / result['ideal_s']:.2f}x"]
+
+
+HEADER = ["rollouts", "done", "CPU/turn (ms)", "peak RSS (MiB)", "added latency p50/p99 (ms)",
+          "loop lag p99/max (ms)", "wall / ideal (s)"]
+
+
+def goal_row() -> list[Any]:
+    return [f"goal: {GOAL['rollouts']}", "all", f"<= {GOAL['cpu_ms_per_turn']:.0f}", f"< {GOAL['rss_mib']:.0f}",
+            f"- / < {GOAL['p99_ms']:.0f}", "-", f"<= {GOAL['wall_ratio']}x"]
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+
+
+def print_table(results: list[dict[str, Any]], turns: int, latency: float) -> None:
+    title = (f"shared mode: N concurrent rollouts x {turns} turns, {latency} s model latency, "
+             f"1920x1080 frames ({machine()})")
+    print(table(title, HEADER, [row(r) for r in results] + [goal_row()]))
+
+
+def main(argv: list[str]) -> None:
+    profile: Path | None = None
+    if "--profile" in argv:
+        at = argv.index("--profile")
+        profile = Path(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
+    if argv and argv[0] == "--table":
+        turns = int(argv[1]) if len(argv) > 1 else 5
+        latency = float(argv[2]) if len(argv) > 2 else 2.0
+        results = [run(n, turns, latency) for n in TABLE_SIZES]
+        print_table(results, turns, latency)
+        return
+    rollouts = int(argv[0]) if argv else 200
+    turns = int(argv[1]) if len(argv) > 1 else 5
+    latency = float(argv[2]) if len(argv) > 2 else 1.0
+    result = run(rollouts, turns, latency, profile=profile)
+    print_table([result], turns, latency)
+    if profile is not None:
+        print(f"profile written to {profile}")
 
 
 if __name__ == "__main__":
-    args = [float(a) for a in sys.argv[1:]]
-    main(int(args[0]) if args else 200, int(args[1]) if len(args) > 1 else 5, args[2] if len(args) > 2 else 1.0)
+    main(sys.argv[1:])

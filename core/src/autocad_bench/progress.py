@@ -5,6 +5,13 @@
 host, and a small thread reads ``batch-state.json`` and each active rollout's
 ``run-state.json`` (turns, actions, cost, elapsed) and evaluation score.
 
+The work per state change is constant in the size of the batch: the display keeps every
+rollout's state and the per-state counts in memory and updates them from the events it
+receives; a change reads only that rollout's files (and its entry, from the controller's
+memory when it passes ``entries``). Whole-batch reads happen once at the start, for the
+heartbeat, and every ``resync_s`` while events arrive (every ``interval_s`` without a host,
+when files are the only source). The live display reads only the rows it shows.
+
 On a terminal it is a rich live display: the per-state counts and one line per rollout.
 When stdout is not a TTY, or ``CI`` is set, it degrades to plain log lines on stderr: one
 per state change (with the counts) and, every ``heartbeat_s``, one per active rollout.
@@ -45,6 +52,7 @@ from autocad_bench.dashboard.reader import ACTIVE_STATES, STATES, BatchInfo, Rol
 from autocad_bench.events import BatchEvent, RolloutStateEvent
 from autocad_bench.harness.layout import BatchPaths
 from autocad_bench.observers import Observer
+from autocad_bench.storage.fields import as_dict as _dict
 
 Mode = Literal["auto", "live", "plain", "off"]
 MODE_ENV = "AUTOCAD_BENCH_PROGRESS"
@@ -129,7 +137,8 @@ class BatchProgress(Observer):
     def __init__(self, output_dir: Path, *, host: Any = None, console: Console | None = None, mode: Mode = "auto",
                  environ: Mapping[str, str] | None = None, stdout_isatty: bool | None = None,
                  interval_s: float = 0.5, heartbeat_s: float = 30.0, max_lines: int = 20,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 entries: Callable[[str], Mapping[str, Any]] | None = None, resync_s: float = 60.0) -> None:
         self.output_dir = Path(output_dir)
         self.console = console or Console(stderr=True)
         environ = os.environ if environ is None else environ
@@ -153,6 +162,15 @@ class BatchProgress(Observer):
         self._elapsed_seen: dict[str, tuple[float, float]] = {}
         self._elapsed_lock = threading.Lock()  # not self._lock: _print holds that around console output
         self.retries = RetryFeed(clock=clock)
+        self.resync_s = resync_s
+        self._entries = entries
+        # The display's model of the batch: rollout id -> state (batch order) and the counts.
+        self._states: dict[str, str] = {}
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._evaluation_enabled = False
+        self._batch_id = ""
+        self._last_poll = clock()
+        self._last_refresh = 0.0
 
     # --- observer hooks (called by the controller on its threads) ---------------------------
 
@@ -162,7 +180,9 @@ class BatchProgress(Observer):
 
     def rollout_state_changed(self, event: RolloutStateEvent) -> None:
         self._transition(event.rollout_id, event.previous, event.state)
-        if self._live is not None:
+        if self._live is not None and self._clock() - self._last_refresh >= 0.25:
+            # At most four redraws a second however many rollouts change at once.
+            self._last_refresh = self._clock()
             self._live.refresh()
 
     def batch_finished(self, event: BatchEvent) -> None:
@@ -188,13 +208,79 @@ class BatchProgress(Observer):
         info = self.snapshot()
         if info is None:
             return None
-        for row in info.rollouts:
-            before = self._reported.get(row.rollout_id, "queued")
-            if row.state != before:
-                self._transition(row.rollout_id, before, row.state, info)
+        self._last_poll = self._clock()
+        with self._lock:
+            self._load(info)
+            changed = []
+            for row in info.rollouts:
+                before = self._reported.get(row.rollout_id, "queued")
+                if row.state != before:
+                    changed.append((row.rollout_id, before, row.state))
+                    self._advance(row.rollout_id, row.state)
+        rows = {row.rollout_id: row for row in info.rollouts}
+        for rollout_id, before, state in changed:
+            self._transition(rollout_id, before, state, rows.get(rollout_id))
         return info
 
-    def _transition(self, rollout_id: str, previous: str | None, state: str, info: BatchInfo | None = None) -> None:
+    def _load(self, info: BatchInfo) -> None:
+        """Take the batch's roster (and, where newer, states) from a whole read; under _lock."""
+        self._batch_id = info.batch_id
+        self._evaluation_enabled = info.evaluation_enabled
+        for row in info.rollouts:
+            if row.rollout_id not in self._states:
+                self._states[row.rollout_id] = "queued"
+                self._counts["queued"] += 1
+            self._advance(row.rollout_id, row.state)
+
+    def _ensure_loaded(self) -> None:
+        """Read the roster once (the first event may come before any poll)."""
+        if self._states:
+            return
+        info = self.snapshot()
+        if info is not None:
+            with self._lock:
+                self._load(info)
+
+    def _advance(self, rollout_id: str, state: str) -> bool:
+        """Move one rollout forward in the model (never back); under _lock."""
+        known = self._states.get(rollout_id)
+        if known == state or (known is not None and RANK.get(state, 0) < RANK.get(known, 0)):
+            return False
+        if known is not None:
+            self._counts[known] -= 1
+        self._states[rollout_id] = state
+        self._counts[state] += 1
+        return True
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rollouts per state, as the display shows them."""
+        with self._lock:
+            return {state: self._counts.get(state, 0) for state in STATES}
+
+    def row(self, rollout_id: str) -> RolloutRow | None:
+        """One rollout's row, reading only its own files (its entry from ``entries`` if given)."""
+        if self._root is None:
+            if not BatchPaths(self.output_dir).state.is_file():
+                return None
+            self._root = RunsRoot(self.output_dir)
+        entry: Mapping[str, Any] | None = None
+        if self._entries is not None:
+            try:
+                entry = self._entries(rollout_id)
+            except (KeyError, StopIteration, AttributeError):
+                entry = None
+        if entry is None:
+            doc, index = self._root.state_entries(self._root.root)
+            entry = index.get(rollout_id)
+            if doc is not None:
+                self._evaluation_enabled = bool(_dict(doc.get("evaluation")).get("enabled"))
+        if entry is None:
+            return None
+        return self._root.rollout_row(self._root.root, dict(entry), evaluation_enabled=self._evaluation_enabled)
+
+    def _transition(self, rollout_id: str, previous: str | None, state: str, row: RolloutRow | None = None) -> None:
+        self._ensure_loaded()
         with self._lock:
             known = self._reported.get(rollout_id)
             # A poll can see a newer state than an event still being delivered: never go back.
@@ -202,18 +288,22 @@ class BatchProgress(Observer):
                 return
             before = known or previous or "queued"
             self._reported[rollout_id] = state
+            if rollout_id not in self._states:
+                self._states[rollout_id] = before
+                self._counts[before] += 1
+            self._advance(rollout_id, state)
         if self.mode != "plain":
             return
-        info = info or self.snapshot()
-        row = next((r for r in info.rollouts if r.rollout_id == rollout_id), None) if info else None
         detail = ""
-        if row is not None and state in ("done", "failed", "evaluating"):
-            detail = (f" turns={row.turns if row.turns is not None else '-'} "
-                      f"actions={row.actions if row.actions is not None else '-'} cost={_money(row.cost_usd)}"
-                      f" score={_score(row)}")
-            if row.failure_class:
-                detail += f" failure={row.failure_class}"
-        counts = f" [{counts_text(info.counts)}]" if info else ""
+        if state in ("done", "failed", "evaluating"):
+            row = row or self.row(rollout_id)
+            if row is not None:
+                detail = (f" turns={row.turns if row.turns is not None else '-'} "
+                          f"actions={row.actions if row.actions is not None else '-'} cost={_money(row.cost_usd)}"
+                          f" score={_score(row)}")
+                if row.failure_class:
+                    detail += f" failure={row.failure_class}"
+        counts = f" [{counts_text(self.counts)}]" if self._states else ""
         self._print(f"{rollout_id}: {before} -> {state}{detail}{counts}")
 
     def _print(self, message: str) -> None:
@@ -249,15 +339,25 @@ class BatchProgress(Observer):
     # --- live display -----------------------------------------------------------------------
 
     def render(self) -> Group:
-        """The live display: a counts line and a table of active, then recent, rollouts."""
-        info = self.snapshot()
+        """The live display: a counts line and a table of active, then recent, rollouts.
+
+        Reads only the rows it shows; without a host (no events) it first polls the files.
+        """
+        if self._host is None:
+            self.poll()
+        else:
+            self._ensure_loaded()
         elapsed = _seconds(self._clock() - self._started)
         retry = self._retry_line()
-        if info is None:
+        with self._lock:
+            states = dict(self._states)
+            counts = {state: self._counts.get(state, 0) for state in STATES}
+            batch_id = self._batch_id
+        if not states:
             return Group(*[Text(f"preparing batch ... {elapsed}"), *([retry] if retry else [])])
-        header = Text(f"batch {info.batch_id}  {elapsed}  ")
+        header = Text(f"batch {batch_id}  {elapsed}  ")
         for state in STATES:
-            header.append(f"{state} {info.counts.get(state, 0)}  ", style=STATE_STYLES[state])
+            header.append(f"{state} {counts.get(state, 0)}  ", style=STATE_STYLES[state])
         count, _ = self.retries.latest()
         if count:
             header.append(f"retries {count}  ", style="yellow")
@@ -265,16 +365,25 @@ class BatchProgress(Observer):
         for column in ("rollout", "model", "state", "turns", "actions", "elapsed", "cost", "score"):
             table.add_column(column, justify="right" if column in ("turns", "actions", "elapsed", "cost") else "left")
         order = {s: i for i, s in enumerate(("running", "evaluating", "starting", "failed", "done", "queued"))}
-        rows = sorted(info.rollouts, key=lambda r: order.get(r.state, 9))
-        shown = rows[: self.max_lines]
-        for row in shown:
-            table.add_row(row.rollout_id, row.model_label, Text(row.state, style=STATE_STYLES.get(row.state, "")),
+        # The first max_lines in (state order, batch order), as a stable sort of every row gave.
+        by_state: dict[int, list[str]] = {}
+        for rollout_id, state in states.items():
+            bucket = by_state.setdefault(order.get(state, 9), [])
+            if len(bucket) < self.max_lines:
+                bucket.append(rollout_id)
+        shown_ids = [rid for key in sorted(by_state) for rid in by_state[key]][: self.max_lines]
+        for rollout_id in shown_ids:
+            row = self.row(rollout_id)
+            if row is None:
+                continue
+            state = states[rollout_id]
+            table.add_row(row.rollout_id, row.model_label, Text(state, style=STATE_STYLES.get(state, "")),
                           "-" if row.turns is None else str(row.turns),
                           "-" if row.actions is None else str(row.actions),
                           _seconds(self.elapsed(row)), _money(row.cost_usd), _score(row))
         parts: list[Any] = [header, table]
-        if len(rows) > len(shown):
-            parts.append(Text(f"... {len(rows) - len(shown)} more", style="dim"))
+        if len(states) > len(shown_ids):
+            parts.append(Text(f"... {len(states) - len(shown_ids)} more", style="dim"))
         if retry:
             parts.append(retry)
         return Group(*parts)
@@ -303,9 +412,13 @@ class BatchProgress(Observer):
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
+                heartbeat_due = self.mode == "plain" and self._clock() - self._last_heartbeat >= self.heartbeat_s
+                # With a host the events keep the model current: a whole read only now and then
+                # (and for the heartbeat); without one the files are the only source.
+                if self._host is not None and not heartbeat_due and self._clock() - self._last_poll < self.resync_s:
+                    continue
                 info = self.poll()
-                if info is not None and self.mode == "plain" and \
-                        self._clock() - self._last_heartbeat >= self.heartbeat_s:
+                if info is not None and heartbeat_due:
                     self._last_heartbeat = self._clock()
                     self._heartbeat(info)
             except Exception as error:  # progress must never take the batch down

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterable
 from datetime import datetime
@@ -37,6 +38,7 @@ class TurnFeed:
         self._batch_id = batch_id
         self._layout = BatchPaths(output_dir)
         self._offsets: dict[str, int] = {}
+        self._paths: dict[str, Path] = {}
         self._lock = threading.RLock()  # also taken from a signal handler on a thread that may hold it
 
     def skip_existing(self, rollout_ids: Iterable[str]) -> None:
@@ -59,10 +61,16 @@ class TurnFeed:
         return sent
 
     def _read(self, rollout_id: str) -> list[ModelTurnEvent]:
-        path = self._layout.rollout(rollout_id).turn_summaries
+        path = self._paths.get(rollout_id)
+        if path is None:
+            path = self._paths[rollout_id] = self._layout.rollout(rollout_id).turn_summaries
         offset = self._offsets.get(rollout_id, 0)
         try:
-            with path.open("rb") as handle:
+            # Polled for every active rollout several times a second: a stat that shows
+            # nothing new costs far less than opening and reading the file.
+            if os.stat(path).st_size <= offset:
+                return []
+            with open(path, "rb") as handle:
                 handle.seek(offset)
                 data = handle.read()
         except OSError:

@@ -281,6 +281,8 @@ class RunsRoot:
     def __init__(self, root: Path, cache: FileCache | None = None) -> None:
         self.root = Path(root).resolve()
         self.cache = cache or FileCache()
+        self._index_lock = threading.Lock()
+        self._indexed: tuple[dict[str, Any], dict[str, dict[str, Any]]] | None = None
 
     # --- path safety ------------------------------------------------------------------------
 
@@ -405,6 +407,25 @@ class RunsRoot:
             max_concurrency=_int(doc.get("max_concurrency")), evaluation_enabled=evaluation_enabled,
             counts=counts, total=len(entries), rollouts=tuple(built),
         )
+
+    def state_entries(self, batch: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+        """batch-state.json's document and its rollout entries by id (parsed and indexed once
+        per version of the file; ``(None, {})`` while it is unreadable)."""
+        doc = self._state_doc(batch)
+        if doc is None:
+            return None, {}
+        with self._index_lock:
+            if self._indexed is not None and self._indexed[0] is doc:
+                return doc, self._indexed[1]
+        index = {str(e.get("rollout_id")): e for e in _list(doc.get("rollouts")) if isinstance(e, dict)}
+        with self._index_lock:
+            self._indexed = (doc, index)
+        return doc, index
+
+    def rollout_row(self, batch: Path, entry: dict[str, Any], *, evaluation_enabled: bool) -> RolloutRow:
+        """One assignment's row, as :meth:`read_batch` builds it, from its batch-state entry
+        (reads only that rollout's files; the tier is not looked up)."""
+        return self._row(batch, entry, evaluation_enabled, {}, full=True)
 
     def _row(self, batch: Path, entry: dict[str, Any], evaluation_enabled: bool, tiers: Mapping[str, str],
              *, full: bool) -> RolloutRow:
