@@ -141,6 +141,19 @@ def test_tier_comes_from_the_task_json_under_the_configs_tasks_dir(tmp_path: Pat
     assert [r.tier for r in root.batch("c").rollouts] == ["unknown"]
 
 
+def test_tier_of_a_batch_that_names_a_packaged_suite(tmp_path: Path) -> None:
+    """``"task_suite": "smoke"`` has no tasks_dir in the file: the tier comes from the pack's tasks."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"task_suite": "smoke"}))
+    write_batch(tmp_path / "runs" / "b", batch_state([entry("a", task_id="prim-rectangle")], config_path=str(config)))
+    config.with_name("other.json").write_text(json.dumps({"task_suite": "no-such-suite"}))
+    write_batch(tmp_path / "runs" / "c", batch_state([entry("a", task_id="prim-rectangle")],
+                                                     config_path=str(config.with_name("other.json"))))
+    root = RunsRoot(tmp_path / "runs")
+    assert [r.tier for r in root.batch("b").rollouts] == ["primitives"]
+    assert [r.tier for r in root.batch("c").rollouts] == ["unknown"]
+
+
 def test_discovery_finds_nested_batches_and_skips_trace_directories(tmp_path: Path) -> None:
     write_batch(tmp_path / "a", batch_state([]))
     write_batch(tmp_path / "deep" / "er" / "b", batch_state([]))

@@ -506,7 +506,9 @@ class RunsRoot:
             config = self.cache.json(candidate)
             if isinstance(config, dict):
                 tasks_dir = _str(config.get("tasks_dir"))
-                return (candidate.parent / tasks_dir) if tasks_dir else None
+                if tasks_dir:
+                    return candidate.parent / tasks_dir
+                return _packaged_tasks_dir(_str(config.get("task_suite")))
         return None
 
     # --- live signatures --------------------------------------------------------------------
@@ -666,3 +668,16 @@ def _safe_relative(path: str) -> bool:
     parts = path.replace("\\", "/").split("/")
     return not path.startswith("/") and ".." not in parts and path.lower().endswith(".png")
 
+
+def _packaged_tasks_dir(task_suite: str | None) -> Path | None:
+    """The task directory a suite *name* implies (its installed task pack), as the controller
+    resolved it; ``None`` for a path, an unknown name or no suite."""
+    from autocad_bench.config.packs import find_suite, is_suite_name
+    from autocad_bench.errors import ConfigError
+
+    if not task_suite or not is_suite_name(task_suite):
+        return None
+    try:
+        return find_suite(task_suite, "task_suite")[0].tasks_dir
+    except ConfigError:
+        return None
