@@ -107,8 +107,12 @@ def test_expected_rollouts_counts_every_trial(tmp_path: Path, env: tuple[str, st
     code, report, err = plan(tmp_path, config)
     assert code == 2 and report is None
     assert err.strip() == (f"error: {tmp_path}/batch.json: $.expected_rollouts: expects 2 enabled rollouts but "
-                           "the config enables 2 assignments × 3 trials = 6 (pass --allow-partial only for a "  # noqa: RUF001
-                           "deliberately smaller experiment)")
+                           "the config enables 2 assignments × 3 trials = 6: more than expected is never "  # noqa: RUF001
+                           "allowed (raise expected_rollouts)")
+    # --allow-partial admits fewer than expected, never more.
+    code, report, err = plan(tmp_path, config, "--allow-partial")
+    assert code == 2 and report is None and "more than expected is never allowed" in err
+    config["expected_rollouts"] = 9
     code, report, err = plan(tmp_path, config, "--allow-partial")
     assert code == 0, err
     assert report is not None and report["enabled_rollouts"] == 6 and report["allow_partial"] is True

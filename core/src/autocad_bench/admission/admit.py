@@ -219,6 +219,14 @@ def _expected_count(loaded: LoadedConfig, enabled: list[PlannedRollout], allow_p
     config = loaded.config
     if not enabled:
         return [Problem(loaded.at("$.rollouts"), "no rollout is enabled")]
+    if len(enabled) > config.expected_rollouts:
+        # --allow-partial is for a deliberately smaller experiment; a larger one is a
+        # configuration mistake (it would spend more than the operator planned for).
+        return [Problem(
+            loaded.at("$.expected_rollouts"),
+            f"expects {config.expected_rollouts} enabled rollouts but the config enables "
+            f"{_enabled_count(loaded, enabled)}: more than expected is never allowed (raise expected_rollouts)",
+        )]
     if allow_partial or len(enabled) == config.expected_rollouts:
         return []
     return [Problem(
