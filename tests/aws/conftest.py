@@ -63,6 +63,10 @@ class AwsEnv:
         pages = self.client("ec2").describe_instances(Filters=filters)
         return [i for r in pages["Reservations"] for i in r["Instances"]]
 
+    def instances_by_id(self, instance_ids: list[str]) -> list[dict[str, Any]]:
+        pages = self.client("ec2").describe_instances(InstanceIds=instance_ids)
+        return [i for r in pages["Reservations"] for i in r["Instances"]]
+
     def live(self, batch_id: str | None = None) -> list[str]:
         """Tagged instances that are not terminated (the leak invariant: must end empty)."""
         return [i["InstanceId"] for i in self.instances(batch_id)
@@ -91,6 +95,11 @@ def provision(fake: FakeAws, region: str = "us-east-1") -> tuple[str, list[str],
     vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
     group = ec2.create_security_group(GroupName="autocad-bench-workers", Description="workers", VpcId=vpc)["GroupId"]
     return image, subnets, group
+
+
+@pytest.fixture(autouse=True)
+def _owns_its_processes(owned_processes: Path) -> None:
+    """Desktops, brokers, controllers and wrappers a test starts die with it, whatever the outcome."""
 
 
 @dataclass
@@ -136,6 +145,7 @@ def aws(_aws_package: _Shared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     fake.behaviour = lambda n: HostBehaviour()
     fake.export_metadata = None
     fake.launches = 0
+    fake.page_size = None
     fake.quotas.update({"L-1216C47A": 512.0, "L-DB2E81BA": 512.0})
     fake.reset_counts()
     yield AwsEnv(fake=fake, tmp=tmp_path, image_id=shared.image, subnet_ids=shared.subnets,

@@ -15,6 +15,12 @@ subprocess wrappers* reaches it through ``AWS_ENDPOINT_URL``:
 
 Every request is counted per ``service:Action``; :meth:`FakeAws.fail` queues AWS errors for
 an action (throttling storms, VcpuLimitExceeded, capacity, failing TerminateInstances).
+
+Answers a real account gives and moto alone would not: :attr:`FakeAws.page_size` makes
+DescribeInstances return short pages with a ``NextToken`` (EC2 may return fewer items than
+``MaxResults`` asks for; moto pages by reservation), and :meth:`FakeAws.set_lifecycle` gives an
+instance any ``InstanceLifecycle`` (moto itself reports ``spot`` for instances launched with
+``InstanceMarketOptions`` and nothing for On-Demand ones).
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class FakeAws:
         self.commands: list[dict[str, Any]] = []
         self.sessions: dict[str, str] = {}
         self.launches = 0
+        self.page_size: int | None = None
+        """At most this many reservations per DescribeInstances page (None: what ``MaxResults`` asks)."""
         self._invocations: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.RLock()
         self._moto_lock = threading.Lock()
@@ -167,6 +175,15 @@ class FakeAws:
         with self._lock:
             return sum(n for key, n in self.calls.items() if not actions or key.split(":")[1] in actions)
 
+    def set_lifecycle(self, instance_id: str, lifecycle: str | None) -> None:
+        """Make DescribeInstances report ``InstanceLifecycle`` (``spot``, ``scheduled``,
+        ``capacity-block``; None: On-Demand) for ``instance_id``."""
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ec2.models import ec2_backends
+
+        with self._moto_lock:
+            ec2_backends[DEFAULT_ACCOUNT_ID][self.region].get_instance(instance_id).lifecycle = lifecycle
+
     def reset_counts(self) -> None:
         with self._lock:
             self.calls.clear()
@@ -205,6 +222,8 @@ class FakeAws:
             code = request.get("QuotaCode", "")
             return self._json(handler, 200, {"Quota": {"ServiceCode": "ec2", "QuotaCode": code,
                                                        "Value": self.quotas.get(code, 0.0)}})
+        if action == "DescribeInstances" and self.page_size is not None:
+            body = self._short_page(form, body)
         status, headers, payload = self._moto(handler, service, region, body)
         if status == 200 and action == "RunInstances":
             self._boot(form, payload)
@@ -213,6 +232,15 @@ class FakeAws:
                 if key.startswith("InstanceId."):
                     self._shutdown(values[0])
         self._reply(handler, status, headers, payload)
+
+    def _short_page(self, form: dict[str, list[str]], body: bytes) -> bytes:
+        """Cap a paginated DescribeInstances request at :attr:`page_size` (a request naming
+        instance ids is never paginated, as in EC2)."""
+        if "MaxResults" not in form or any(key.startswith("InstanceId.") for key in form):
+            return body
+        assert self.page_size is not None
+        capped = {**form, "MaxResults": [str(min(int(form["MaxResults"][0]), self.page_size))]}
+        return urllib.parse.urlencode(capped, doseq=True).encode()
 
     def _moto(self, handler: http.server.BaseHTTPRequestHandler, service: str, region: str, body: bytes
               ) -> tuple[int, dict[str, str], bytes]:
@@ -225,6 +253,8 @@ class FakeAws:
         headers = HTTPHeaders()
         for key, value in handler.headers.items():
             headers[key] = value
+        if "Content-Length" in headers:
+            headers.replace_header("Content-Length", str(len(body)))
         headers.replace_header("Host", host) if "Host" in headers else headers.add_header("Host", host)
         request = AWSPreparedRequest(method=handler.command, url=f"https://{host}{handler.path}", headers=headers,
                                      body=body, stream_output=False)

@@ -88,6 +88,54 @@ def test_quota_counts_running_vcpus_of_the_class(aws: AwsEnv) -> None:
         ec2.terminate_instances(InstanceIds=ids)
 
 
+def _launch(aws: AwsEnv, instance_type: str, count: int = 1, **fields: Any) -> list[str]:
+    """``count`` reservations of one instance each (moto pages DescribeInstances by reservation)."""
+    ec2 = aws.client("ec2")
+    return [ec2.run_instances(ImageId=aws.image_id, InstanceType=instance_type, MinCount=1, MaxCount=1,
+                              **fields)["Instances"][0]["InstanceId"] for _ in range(count)]
+
+
+def _quota(report: PreflightReport) -> dict[str, Any]:
+    return dict(next(c for c in report.checks if c.name == "quota").details)
+
+
+def test_quota_counts_instances_on_every_page_of_describe_instances(aws: AwsEnv) -> None:
+    ids = _launch(aws, "g4dn.2xlarge", 3) + _launch(aws, "m5.large", 2)
+    try:
+        aws.fake.page_size = 1  # one reservation per page: the G instances sit on pages 1 to 5
+        aws.fake.quotas["L-DB2E81BA"] = 36.0  # 3 x 8 vCPUs in use, 12 free = 3 x g4dn.xlarge
+        report = preflight(aws, assignments=10, concurrency=8)
+        details = _quota(report)
+        assert (details["used_vcpus"], details["running_instances"], report.admitted_wave) == (24, 3, 3), details
+        assert aws.fake.count("DescribeInstances") >= 5, "the fake did not paginate"
+        aws.fake.quotas["L-DB2E81BA"] = 27.0  # 3 free: not one more instance fits
+        short = preflight(aws, assignments=10, concurrency=8)
+        assert short.admitted_wave == 0 and checks(short)["quota"] is False
+    finally:
+        aws.client("ec2").terminate_instances(InstanceIds=ids)
+
+
+def test_only_on_demand_instances_count_against_the_on_demand_quota(aws: AwsEnv) -> None:
+    spot = _launch(aws, "g4dn.2xlarge", 2, InstanceMarketOptions={"MarketType": "spot"})
+    on_demand = _launch(aws, "g4dn.2xlarge", 2)
+    aws.fake.set_lifecycle(on_demand[1], "scheduled")
+    ids = spot + on_demand
+    try:
+        described = {i["InstanceId"]: i.get("InstanceLifecycle") for i in aws.instances_by_id(ids)}
+        assert described == {spot[0]: "spot", spot[1]: "spot", on_demand[0]: None, on_demand[1]: "scheduled"}
+        aws.fake.quotas["L-DB2E81BA"] = 20.0
+        # Spot and Scheduled Instances have quotas of their own: 8 of 20 vCPUs in use, 3 fit.
+        details = _quota(report := preflight(aws, assignments=10, concurrency=8))
+        assert (details["used_vcpus"], details["running_instances"], report.admitted_wave) == (8, 1, 3), details
+        aws.fake.set_lifecycle(spot[0], None)  # On-Demand now: counted
+        details = _quota(report := preflight(aws, assignments=10, concurrency=8))
+        assert (details["used_vcpus"], details["running_instances"], report.admitted_wave) == (16, 2, 1), details
+        aws.fake.set_lifecycle(on_demand[1], None)
+        assert preflight(aws, assignments=10, concurrency=8).admitted_wave == 0
+    finally:
+        aws.client("ec2").terminate_instances(InstanceIds=ids)
+
+
 @pytest.mark.parametrize(("instance_type", "expected"), [
     ("g4dn.xlarge", G_VT), ("g5.2xlarge", G_VT), ("vt1.3xlarge", G_VT), ("m5.large", STANDARD),
     ("c6i.xlarge", STANDARD), ("t3.micro", STANDARD), ("z1d.large", STANDARD), ("i4i.large", STANDARD),

@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from autocad_bench.actions import action_request_id
 from autocad_bench.actions.models import MoveAction
 from autocad_bench.broker.client import BrokerClient
 from autocad_bench.broker.errors import BrokerTransportExhausted
-from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV
+from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
 from autocad_bench_aws.bounds import TUNNEL_RESTARTS
 from autocad_bench_aws.plugin import AwsPlugin
 from tests.aws.conftest import AwsEnv
 
 
-def plugin_processes() -> list[int]:
-    """PIDs of live session-manager-plugin processes started by the tunnel."""
+def plugin_processes(instance_ids: Collection[str]) -> list[int]:
+    """PIDs of live session-manager-plugin processes the tunnel started to ``instance_ids``.
+
+    Only this test's own: under pytest-xdist other workers' rollouts (and other test sessions
+    on the machine) run tunnels of their own at the same time. Killing every plugin on the
+    machine used to make their clones fail admission ("exited with status -9"), so a clone
+    was replaced: RunInstances 9 times for 8 rollouts, or a third host in a two-rollout batch.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -32,9 +39,22 @@ def plugin_processes() -> list[int]:
         except OSError:
             continue
         zombie = stat.rsplit(")", 1)[1].split()[0] == "Z"
-        if b"session-manager-plugin\0AWS_SSM_START_SESSION_RESPONSE" in cmdline and not zombie:
+        if b"session-manager-plugin\0AWS_SSM_START_SESSION_RESPONSE" not in cmdline or zombie:
+            continue
+        argv = cmdline.decode("utf-8", "replace").split("\0")
+        try:  # argv: plugin, response env name, region, "StartSession", profile, request JSON, endpoint
+            target = json.loads(argv[argv.index("StartSession") + 2]).get("Target")
+        except (ValueError, IndexError, AttributeError):
+            continue
+        if target in instance_ids:
             found.append(int(entry.name))
     return found
+
+
+def instances_of(aws: AwsEnv, request: RolloutLaunchRequest) -> set[str]:
+    """Every instance launched for ``request`` so far (each clone's)."""
+    return {host.instance_id for host in list(aws.fake.hosts.values())
+            if (host.config.batch_id, host.config.rollout_id) == (request.batch_id, request.rollout_id)}
 
 
 class ActingChild:
@@ -67,8 +87,13 @@ class ActingChild:
         return 0
 
 
-def kill_tunnels(child: ActingChild, times: int, every_s: float, stop: threading.Event) -> list[int]:
-    """Kill the live tunnel ``times`` times; returns one entry per outage (a pass that killed something).
+def kill_tunnels(aws: AwsEnv, request: RolloutLaunchRequest, child: ActingChild, times: int, every_s: float,
+                 stop: threading.Event, *, recovered: bool = False) -> list[int]:
+    """Kill the rollout's live tunnel ``times`` times; returns one entry per outage (a pass that killed something).
+
+    With ``recovered``, each outage is separate: the next kill waits until an action batch got
+    through the restarted tunnel (on a loaded machine a restart can take longer than
+    ``every_s``, and a kill landing on it would make one long outage of two).
 
     One pass may hit more than one process of the same tunnel (the plugin and a child it
     spawned), so outages are counted per pass, not per process.
@@ -78,7 +103,7 @@ def kill_tunnels(child: ActingChild, times: int, every_s: float, stop: threading
     while len(outages) < times and not stop.is_set():
         time.sleep(every_s)
         hit = []
-        for pid in plugin_processes():
+        for pid in plugin_processes(instances_of(aws, request)):
             try:
                 os.kill(pid, signal.SIGKILL)
                 hit.append(pid)
@@ -86,6 +111,9 @@ def kill_tunnels(child: ActingChild, times: int, every_s: float, stop: threading
                 pass
         if hit:
             outages.append(hit[0])
+            sent = child.sent
+            while recovered and child.sent == sent and not stop.is_set():
+                time.sleep(0.01)
     return outages
 
 
@@ -94,7 +122,8 @@ def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv
     child = ActingChild(request.attempt_id, batches=40, pause_s=0.05)
     stop = threading.Event()
     killed: list[int] = []
-    killer = threading.Thread(target=lambda: killed.extend(kill_tunnels(child, 4, 0.35, stop)))
+    killer = threading.Thread(
+        target=lambda: killed.extend(kill_tunnels(aws, request, child, 4, 0.35, stop, recovered=True)))
     killer.start()
     code = AwsPlugin().run_shared(request, child)
     stop.set()
@@ -107,14 +136,14 @@ def test_the_watchdog_restarts_a_killed_tunnel_and_no_action_repeats(aws: AwsEnv
     # Each kill costs one restart (a kill that lands on a restarting process may cost two).
     assert "restart 4 of 8" in text and "restarts are used up" not in text
     assert aws.live(request.batch_id) == []
-    assert plugin_processes() == []
+    assert instances_of(aws, request) and plugin_processes(instances_of(aws, request)) == []
 
 
 def test_a_tunnel_that_keeps_dying_exhausts_its_restarts_and_the_rollout_fails(aws: AwsEnv) -> None:
     request = aws.request("doomed")
     child = ActingChild(request.attempt_id, batches=100000, pause_s=0.02)
     stop = threading.Event()
-    killer = threading.Thread(target=kill_tunnels, args=(child, 1000, 0.05, stop))
+    killer = threading.Thread(target=kill_tunnels, args=(aws, request, child, 1000, 0.05, stop))
     killer.start()
     code = AwsPlugin().run_shared(request, child)
     stop.set()
@@ -123,7 +152,7 @@ def test_a_tunnel_that_keeps_dying_exhausts_its_restarts_and_the_rollout_fails(a
     text = request.log_path.read_text()
     assert f"its {TUNNEL_RESTARTS} restarts are used up" in text
     assert aws.live(request.batch_id) == []
-    assert plugin_processes() == []
+    assert instances_of(aws, request) and plugin_processes(instances_of(aws, request)) == []
 
 
 class _Ssm:

@@ -111,10 +111,16 @@ class _Handoff:
 def _rollouts(aws: AwsEnv, batch: str, count: int) -> list[int]:
     plugin = AwsPlugin()
     codes: list[int] = []
+    failures: list[str] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
-        code = plugin.run_shared(aws.request(f"p{i}", batch_id=batch), _Handoff())
+        try:
+            code = plugin.run_shared(aws.request(f"p{i}", batch_id=batch), _Handoff())
+        except Exception as error:  # reported with the rollout logs below, not lost in a thread
+            log = aws.tmp / "batch" / "logs" / f"p{i}.log"
+            code = -1
+            failures.append(f"p{i}: {type(error).__name__}: {error}\n{log.read_text() if log.exists() else ''}")
         with lock:
             codes.append(code)
 
@@ -123,6 +129,7 @@ def _rollouts(aws: AwsEnv, batch: str, count: int) -> list[int]:
         thread.start()
     for thread in threads:
         thread.join()
+    assert not failures, "\n".join(failures)
     return codes
 
 
@@ -135,17 +142,17 @@ def test_status_polling_is_shared_by_the_batch(aws: AwsEnv) -> None:
     before = {path.name: len(path.read_text()) for path in logs.iterdir()}
     assert _rollouts(aws, "poll-8", 8) == [0] * 8
     polls = aws.fake.count("DescribeInstanceStatus")
+    text = "".join((logs / f"p{i}.log").read_text()[before.get(f"p{i}.log", 0):] for i in range(8))
     assert polls < 8 * single, f"{polls} status polls for 8 rollouts vs {single} for one"
     # One of each per launch: no clone was replaced (a lost watch registration used to make a
     # waiter miss its bound and replace its clone).
     for operation in ("RunInstances", "SendCommand", "TerminateInstances"):
-        assert aws.fake.count(operation) == 8, operation
+        assert aws.fake.count(operation) == 8, f"{operation}\n{text}"
     # Timing decides how often a readiness command is polled before it finishes and whether
     # the watchdog restarts a slow tunnel; both are bounded retries, so they are counted
     # exactly from what happened rather than bounded by a guess: one successful poll per
     # command, one session per tunnel process started, each ended.
     assert aws.fake.count("GetCommandInvocation") == 8 + aws.fake.in_progress_answers
-    text = "".join((logs / f"p{i}.log").read_text()[before.get(f"p{i}.log", 0):] for i in range(8))
     processes = 8 + len(re.findall(r"tunnel process \d+ of \d+ to \S+ failed", text)) + len(
         re.findall(r"; restart \d+ of \d+ on ", text))
     sessions = aws.fake.count("StartSession")

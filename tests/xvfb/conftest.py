@@ -70,6 +70,11 @@ def processes_mentioning(text: str) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def _owns_its_processes(owned_processes: Path) -> None:
+    """Desktops, brokers, controllers and wrappers a test starts die with it, whatever the outcome."""
+
+
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -33,8 +35,18 @@ from autocad_bench_xvfb.procs import rollout_processes
 from autocad_bench_xvfb.registry import WorkerRecord, WorkerRegistry
 from autocad_bench_xvfb.sandbox import LocalSandbox
 from autocad_bench_xvfb.settings import LocalXvfbSettings
+from tests import processes
 
-from .conftest import EXAMPLES, SCRIPT, launch_request, needs_desktop, processes_mentioning, spec, write_config
+from .conftest import (
+    EXAMPLES,
+    REPO,
+    SCRIPT,
+    launch_request,
+    needs_desktop,
+    processes_mentioning,
+    spec,
+    write_config,
+)
 
 pytestmark = [pytest.mark.integration, needs_desktop]
 
@@ -297,3 +309,33 @@ def test_the_stored_token_never_reaches_output_logs_or_the_plan(tmp_path: Path) 
     for path in files:
         assert token not in path.read_bytes(), f"the broker token was written to {path}"
     assert not token_path.exists(), "the token file goes with the worker record"
+
+
+DELIBERATE = "AUTOCAD_BENCH_DELIBERATE_FAILURE"
+
+
+@pytest.mark.skipif(not os.environ.get(DELIBERATE), reason=f"run on demand ({DELIBERATE}=1), by the next test")
+def test_deliberately_fails_with_a_sigkilled_controllers_desktop_running(tmp_path: Path) -> None:
+    _, record = _kill_controller_mid_rollout(tmp_path, "shared", latency_s=6)
+    running = processes_mentioning(str(tmp_path))
+    print("DESKTOP-PIDS", *(pid for pid, _ in running))
+    print("DESKTOP-ROLES", *(ref.role for ref in record.processes if ref.is_alive()))
+    pytest.fail("deliberate failure with the desktop of a SIGKILLed controller running")
+
+
+def test_a_failing_test_leaves_no_desktop_behind(tmp_path: Path) -> None:
+    """The SIGKILLed controller's Xvfb, broker and LibreCAD (re-parented to init) die with the
+    failing test that started them: its fixture kills their process groups."""
+    inner = tmp_path / "inner"
+    test = "test_deliberately_fails_with_a_sigkilled_controllers_desktop_running"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", f"{__file__}::{test}", "-p", "no:cacheprovider", "-rA", f"--basetemp={inner}"],
+        capture_output=True, text=True, timeout=280, cwd=REPO, env={**os.environ, DELIBERATE: "1"})
+    text = result.stdout + result.stderr
+    assert result.returncode == 1 and "deliberate failure with the desktop" in text, text
+    pids = [int(pid) for line in re.findall(r"^DESKTOP-PIDS ([\d ]+)$", text, re.M) for pid in line.split()]
+    roles = {role for line in re.findall(r"^DESKTOP-ROLES (.+)$", text, re.M) for role in line.split()}
+    assert len(pids) >= 3 and {"xvfb", "broker"} <= roles, text
+    assert "were still running and were killed" in text, text
+    assert not any(processes._alive(pid) for pid in pids), text
+    assert processes_mentioning(str(inner)) == []
