@@ -1,0 +1,380 @@
+"""Exact boundaries of the verdict (issue 23): the pass threshold and its default, required
+layers and texts, the layer component, the defect cap, edit-task rescaling and units.
+
+Everything goes through the public ``score_drawing`` / ``ScoringSpec`` on hand-made metadata
+(no DXF reading), so these run in milliseconds.
+"""
+
+from __future__ import annotations
+
+import pytest
+from autocad_bench_evaluator.metadata import CircleEntity, DrawingMetadata, LayerInfo, LineEntity, TextEntity
+from autocad_bench_evaluator.scoring import (
+    COMPONENTS,
+    DEFECT_COST,
+    ScoreReport,
+    invalid_report,
+    required_layers_present,
+    required_text_present,
+    score_drawing,
+)
+from autocad_bench_evaluator.spec import ComponentWeights, ScoringSpec, Tolerance
+from pydantic import ValidationError
+
+from tests.evaluator.support import metadata, plate
+
+VERSION = "v-test"
+
+
+def _score(gold: DrawingMetadata, cand: DrawingMetadata, **spec: object) -> ScoreReport:
+    return score_drawing(gold, cand, ScoringSpec(task_id="plate", **spec), VERSION)  # type: ignore[arg-type]
+
+
+def _with(m: DrawingMetadata, **update: object) -> DrawingMetadata:
+    return m.model_copy(update=update)
+
+
+def _one_hole_missing() -> DrawingMetadata:
+    return metadata(plate()[:-2] + plate()[-1:])  # the last circle left out
+
+
+# --------------------------------------------------------------------------- the threshold
+
+
+def test_the_default_pass_threshold_is_0_95() -> None:
+    assert ScoringSpec(task_id="t").pass_threshold == 0.95
+    report = _score(metadata(plate()), metadata(plate()))
+    assert report.pass_threshold == 0.95
+
+
+def test_the_gold_scores_exactly_one_and_passes_every_threshold() -> None:
+    for threshold in (0.0, 0.95, 1.0):
+        report = _score(metadata(plate()), metadata(plate()), pass_threshold=threshold)
+        assert report.score == 1.0 and report.passed and report.valid
+        assert report.defects == 0.0 and report.raw_score is None
+
+
+def test_a_score_equal_to_the_threshold_passes_and_just_above_it_fails() -> None:
+    gold, cand = metadata(plate()), _one_hole_missing()
+    score = _score(gold, cand).score
+    assert 0.0 < score < 0.95
+    assert _score(gold, cand, pass_threshold=score).passed
+    assert not _score(gold, cand, pass_threshold=min(1.0, score + 1e-6)).passed
+    assert not _score(gold, cand).passed  # below the default
+
+
+def test_one_defect_caps_the_total_below_the_default_threshold() -> None:
+    report = _score(metadata(plate()), _one_hole_missing())
+    assert report.defects is not None and report.defects >= 1.0
+    assert report.score <= 1.0 - DEFECT_COST + 1e-9
+    assert DEFECT_COST == 0.1
+
+
+def test_the_threshold_is_validated() -> None:
+    ScoringSpec(task_id="t", pass_threshold=0.0)
+    ScoringSpec(task_id="t", pass_threshold=1.0)
+    for bad in (-0.01, 1.01):
+        with pytest.raises(ValidationError):
+            ScoringSpec(task_id="t", pass_threshold=bad)
+
+
+# --------------------------------------------------------------------------- required layers and texts
+
+
+def test_a_missing_required_layer_fails_a_perfect_score() -> None:
+    report = _score(metadata(plate()), metadata(plate()), required_layers=("NOTES", "HOLES"))
+    assert report.score == 1.0 and not report.passed
+    assert report.required_layers == {"NOTES": False, "HOLES": True}
+
+
+def test_required_layers_present_pass() -> None:
+    report = _score(metadata(plate()), metadata(plate()), required_layers=("holes", "OUTLINE"))
+    assert report.passed and report.required_layers == {"holes": True, "OUTLINE": True}
+
+
+@pytest.mark.parametrize("hidden", [{"on": False}, {"frozen": True}])
+def test_a_required_layer_that_is_off_or_frozen_does_not_count(hidden: dict[str, bool]) -> None:
+    cand = _with(metadata(plate()), layers=(LayerInfo(name="HOLES", **hidden),))
+    assert required_layers_present(cand, ["HOLES", "OUTLINE"]) == {"HOLES": False, "OUTLINE": True}
+    assert required_layers_present(_with(cand, layers=(LayerInfo(name="HOLES", locked=True),)), ["HOLES"]) == {
+        "HOLES": True
+    }
+
+
+def test_a_missing_required_text_fails_a_perfect_score() -> None:
+    report = _score(metadata(plate()), metadata(plate()), required_text=("plate  a", "REV B"))
+    assert report.score == 1.0 and not report.passed
+    assert report.required_text == {"plate  a": True, "REV B": False}
+    assert required_text_present(metadata(plate()), ["LATE"]) == {"LATE": True}
+
+
+# --------------------------------------------------------------------------- layers
+
+
+def test_entities_on_a_wrong_existing_layer_cost() -> None:
+    gold = metadata(plate())
+    moved = [
+        CircleEntity(center=c.center, radius=c.radius, layer="OUTLINE") if isinstance(c, CircleEntity) and i > 1 else c
+        for i, c in enumerate(plate())
+    ]
+    report = _score(gold, metadata(moved))
+    layers = report.components["layers"]
+    assert layers.applicable and layers.score < 1.0
+    assert layers.details["names.score"] == 1.0  # every layer still exists...
+    assert 0.0 < float(layers.details["assignment.score"]) < 1.0  # ...but matched items sit on the wrong one
+    assert report.score < 1.0 and not report.passed
+    assert report.components["entities"].score == 1.0
+
+
+def test_a_missing_layer_name_costs() -> None:
+    text_elsewhere = [
+        TextEntity(content="PLATE A", insert=(5, 42), height=3, layer="OUTLINE") if isinstance(e, TextEntity) else e
+        for e in plate()
+    ]
+    report = _score(metadata(plate()), metadata(text_elsewhere))
+    assert report.components["layers"].details["names.score"] < 1.0
+    assert report.score < 0.95
+
+
+def test_layer_colour_is_checked_only_when_the_gold_sets_one() -> None:
+    gold = _with(metadata(plate()), layers=(LayerInfo(name="HOLES", color=1), LayerInfo(name="OUTLINE")))
+    right = _with(metadata(plate()), layers=(LayerInfo(name="HOLES", color=1), LayerInfo(name="OUTLINE")))
+    wrong = _with(metadata(plate()), layers=(LayerInfo(name="HOLES", color=3), LayerInfo(name="OUTLINE")))
+    assert _score(gold, right).components["layers"].details["properties.score"] == 1.0
+    bad = _score(gold, wrong).components["layers"]
+    assert bad.details["properties.checked"] == 2 and bad.details["properties.score"] == 0.5
+    plain = _with(metadata(plate()), layers=(LayerInfo(name="HOLES"), LayerInfo(name="OUTLINE")))
+    assert "properties.score" not in _score(plain, wrong).components["layers"].details
+
+
+def test_layer_linetype_is_checked_only_when_the_gold_sets_one() -> None:
+    gold = _with(metadata(plate()), layers=(LayerInfo(name="HOLES", linetype="DASHED"),))
+    missing = _score(gold, metadata(plate())).components["layers"]
+    assert missing.details["properties.checked"] == 1 and missing.details["properties.score"] == 0.0
+    same = _score(gold, gold).components["layers"]
+    assert same.details["properties.score"] == 1.0 and same.score == 1.0
+
+
+def test_a_zero_layer_weight_switches_the_component_off() -> None:
+    weights = ComponentWeights(layers=0.0)
+    moved = [
+        CircleEntity(center=c.center, radius=c.radius, layer="OUTLINE") if isinstance(c, CircleEntity) else c
+        for c in plate()
+    ]
+    report = _score(metadata(plate()), metadata(moved), weights=weights)
+    assert not report.components["layers"].applicable and report.components["layers"].weight == 0.0
+
+
+def test_no_layers_on_either_side_is_not_applicable() -> None:
+    report = _score(metadata([]), metadata([]))
+    assert report.score == 1.0 and report.passed
+    assert not report.components["layers"].applicable
+
+
+# --------------------------------------------------------------------------- totals
+
+
+def test_weights_are_normalised_and_only_ratios_matter() -> None:
+    gold, cand = metadata(plate()), _one_hole_missing()
+    a = _score(gold, cand, weights=ComponentWeights(entities=0.4, dimensions=0.2, layers=0.1, topology=0.2, text=0.1))
+    b = _score(gold, cand, weights=ComponentWeights(entities=4, dimensions=2, layers=1, topology=2, text=1))
+    assert a.score == b.score
+    assert ComponentWeights().as_dict() == {
+        "entities": 0.4,
+        "dimensions": 0.2,
+        "layers": 0.1,
+        "topology": 0.2,
+        "text": 0.1,
+        "extents3d": 0.0,
+    }
+    assert tuple(ComponentWeights().as_dict()) == COMPONENTS
+
+
+def test_weights_must_have_a_positive_sum_and_no_negative() -> None:
+    with pytest.raises(ValidationError):
+        ComponentWeights(entities=0, dimensions=0, layers=0, topology=0, text=0)
+    with pytest.raises(ValidationError):
+        ComponentWeights(entities=-0.1)
+    assert ComponentWeights(entities=0, dimensions=0, layers=0, topology=0, text=0, extents3d=1).extents3d == 1
+    with pytest.raises(ValidationError, match="requires schema_version 4"):
+        ScoringSpec(task_id="t", weights=ComponentWeights(extents3d=1.0))
+    assert ScoringSpec(task_id="t", schema_version=4, weights=ComponentWeights(extents3d=1.0)).scores_3d_extents
+    assert not ScoringSpec(task_id="t", schema_version=4).scores_3d_extents
+
+
+def test_component_scores_are_reported_with_weights() -> None:
+    report = _score(metadata(plate()), _one_hole_missing())
+    assert set(report.components) == set(COMPONENTS)
+    assert report.components["entities"].weight == 0.4
+    assert report.components["entities"].gold == report.components["entities"].candidate + 1
+    assert report.components["entities"].score < 1.0
+    assert "defects" in report.components["entities"].details
+    assert report.task_id == "plate" and report.evaluator_version == VERSION and report.schema_version == 3
+    assert report.position == "free" and report.translation == (0.0, 0.0)
+    assert report.gold_sha256 == "0" * 64
+
+
+def test_a_free_drawing_moved_as_a_whole_is_the_gold_and_a_fixed_one_is_not() -> None:
+    shifted = metadata([_shift(e, 30.0) for e in plate()])
+    free = _score(metadata(plate()), shifted)
+    assert free.score == 1.0 and free.translation in ((-30.0, 0.0), (30.0, 0.0))
+    fixed = _score(metadata(plate()), shifted, position="fixed")
+    assert fixed.score < 0.95 and not fixed.passed and fixed.position == "fixed"
+
+
+def _shift(e: object, dx: float) -> object:
+    if isinstance(e, CircleEntity):
+        return CircleEntity(center=(e.center[0] + dx, e.center[1]), radius=e.radius, layer=e.layer)
+    if isinstance(e, TextEntity):
+        return TextEntity(content=e.content, insert=(e.insert[0] + dx, e.insert[1]), height=e.height, layer=e.layer)
+    vertices = tuple((x + dx, y) for x, y in e.vertices)  # type: ignore[attr-defined]
+    return e.model_copy(update={"vertices": vertices})  # type: ignore[attr-defined]
+
+
+def test_the_default_tolerance_is_half_a_unit_inclusive_and_absolute() -> None:
+    assert Tolerance().geometric == 0.5 and Tolerance().relative_size == 0.0
+    assert Tolerance(geometric=2.0).size_tolerance(1000.0) == 2.0
+    gold = metadata([LineEntity(start=(0, 0), end=(100, 0), layer="A")])
+    within = metadata([LineEntity(start=(0, 0), end=(100.4, 0), layer="A")])
+    beyond = metadata([LineEntity(start=(0, 0), end=(101.5, 0), layer="A")])
+    assert _score(gold, within, position="fixed").score == 1.0
+    assert _score(gold, beyond, position="fixed").score < 0.95
+    with pytest.raises(ValidationError):
+        Tolerance(geometric=0.0)
+
+
+# --------------------------------------------------------------------------- edit tasks and units
+
+
+def test_an_edit_task_rescales_from_its_baseline() -> None:
+    gold, cand = metadata(plate()), _one_hole_missing()
+    raw = _score(gold, cand).score
+    edit = _score(gold, cand, baseline=0.5)
+    assert edit.raw_score == raw
+    assert edit.score == pytest.approx(max(0.0, (raw - 0.5) / 0.5), abs=1e-6)
+    assert _score(gold, gold, baseline=0.5).score == 1.0
+    assert _score(gold, cand, baseline=raw).score <= 1e-5  # doing what the template already does: 0
+    assert _score(gold, cand, baseline=min(0.99, raw + 0.05)).score == 0.0  # clipped at 0
+
+
+def test_other_declared_units_score_zero_with_the_reason() -> None:
+    gold = metadata(plate())
+    gold = _with(gold, source=gold.source.model_copy(update={"units": 4}))
+    inches = _with(gold, source=gold.source.model_copy(update={"units": 1}))
+    report = _score(gold, inches)
+    assert report.score == 0.0 and not report.passed and report.valid
+    assert report.reason == (
+        "the drawing declares its units as inches ($INSUNITS 1); the task is drawn in millimetres "
+        "($INSUNITS 4), so its coordinates cannot be compared"
+    )
+    odd = _with(gold, source=gold.source.model_copy(update={"units": 99}))
+    assert "as code 99 ($INSUNITS 99)" in _score(gold, odd).reason
+    unitless = _with(gold, source=gold.source.model_copy(update={"units": 0}))
+    assert _score(gold, unitless).score == 1.0 and _score(unitless, gold).score == 1.0
+
+
+def test_an_invalid_drawing_reports_zero_and_every_requirement_unmet() -> None:
+    spec = ScoringSpec(task_id="plate", required_layers=("A",), required_text=("T",), pass_threshold=0.0)
+    report = invalid_report(spec, VERSION, "no file", gold_sha256="1" * 64)
+    assert report.score == 0.0 and not report.passed and not report.valid and report.reason == "no file"
+    assert report.required_layers == {"A": False} and report.required_text == {"T": False}
+    assert report.pass_threshold == 0.0 and report.gold_sha256 == "1" * 64
+    assert report.to_json_bytes().endswith(b"\n")
+
+
+# --------------------------------------------------------------------------- spec field bounds
+
+
+def test_weight_bounds_are_inclusive_at_0_and_1000() -> None:
+    assert ComponentWeights(entities=1000.0).entities == 1000.0
+    assert ComponentWeights(entities=0.0, dimensions=1.0).entities == 0.0
+    with pytest.raises(ValidationError):
+        ComponentWeights(entities=1000.5)
+
+
+def test_relative_size_is_accepted_in_0_to_below_1() -> None:
+    assert Tolerance(relative_size=0.0).relative_size == 0.0
+    assert Tolerance(relative_size=0.99).relative_size == 0.99
+    for bad in (-0.01, 1.0, 1.5):
+        with pytest.raises(ValidationError):
+            Tolerance(relative_size=bad)
+
+
+def test_baseline_is_accepted_in_0_to_below_1() -> None:
+    assert ScoringSpec(task_id="t").baseline == 0.0
+    assert ScoringSpec(task_id="t", baseline=0.99).baseline == 0.99
+    for bad in (-0.01, 1.0, 1.5):
+        with pytest.raises(ValidationError):
+            ScoringSpec(task_id="t", baseline=bad)
+
+
+def test_a_manifest_finds_files_by_equal_name() -> None:
+    from autocad_bench_evaluator.spec import GoldEntry, GoldManifest
+
+    entry = GoldEntry(name="gold.dxf", sha256="a" * 64, size=1)
+    manifest = GoldManifest(task_id="t", evaluator_version="v", schema_version=3, files=(entry,))
+    name = "".join(["gold", ".", "dxf"])  # equal, not the same object
+    assert manifest.file(name) == entry
+    render = GoldEntry(name="render.png", sha256="b" * 64, size=1)
+    only_render = GoldManifest(task_id="t", evaluator_version="v", schema_version=3, files=(render,))
+    assert only_render.file("gold.dxf") is None and only_render.file("zzz.png") is None
+
+
+def test_reported_numbers_are_rounded_to_six_digits() -> None:
+    report = _score(metadata(plate()), _one_hole_missing())
+    for value in (report.score, *(c.score for c in report.components.values())):
+        assert value == round(value, 6)
+    assert any(value != round(value, 5) for value in (report.score, *(c.score for c in report.components.values())))
+
+
+def test_a_text_height_is_held_to_a_tenth_of_the_gold_height_when_that_is_tighter() -> None:
+    gold = metadata([TextEntity(content="A", insert=(0, 0), height=3, layer="T")])
+    near = metadata([TextEntity(content="A", insert=(0, 0), height=3.25, layer="T")])  # within 0.3
+    off = metadata([TextEntity(content="A", insert=(0, 0), height=3.4, layer="T")])  # within 0.5, beyond 0.3
+    assert _score(gold, near, position="fixed").components["text"].score == 1.0
+    assert _score(gold, off, position="fixed").components["text"].score < 1.0
+
+
+def test_a_zero_weight_component_is_not_applicable() -> None:
+    weights = ComponentWeights(entities=0.0, text=0.0)
+    report = _score(metadata(plate()), _one_hole_missing(), weights=weights)
+    assert not report.components["entities"].applicable and not report.components["text"].applicable
+    assert report.components["dimensions"].applicable
+
+
+def test_the_rescaling_divides_by_one_minus_the_baseline() -> None:
+    gold, cand = metadata(plate()), _one_hole_missing()
+    raw = _score(gold, cand).score
+    edit = _score(gold, cand, baseline=0.25)
+    assert edit.raw_score == raw
+    assert edit.score == pytest.approx((raw - 0.25) / 0.75, abs=1e-6)
+
+
+def test_the_documented_tolerance_constants() -> None:
+    from autocad_bench_evaluator.scoring import (
+        ANGLE_TOLERANCE_DEG,
+        CREDIT_FALLOFF,
+        ROUND_DIGITS,
+        SCALE_TOLERANCE,
+        TEXT_HEIGHT_FRACTION,
+    )
+
+    assert (ANGLE_TOLERANCE_DEG, SCALE_TOLERANCE, TEXT_HEIGHT_FRACTION, CREDIT_FALLOFF, ROUND_DIGITS) == (
+        0.5, 1e-3, 0.1, 0.5, 6)
+
+
+def test_a_text_rotation_is_held_to_half_a_degree() -> None:
+    gold = metadata([TextEntity(content="A", insert=(0, 0), height=3, rotation=10.0, layer="T")])
+    near = metadata([TextEntity(content="A", insert=(0, 0), height=3, rotation=10.4, layer="T")])
+    off = metadata([TextEntity(content="A", insert=(0, 0), height=3, rotation=10.7, layer="T")])
+    assert _score(gold, near, position="fixed").components["text"].score == 1.0
+    assert _score(gold, off, position="fixed").components["text"].score < 1.0
+
+
+def test_a_required_layer_may_be_carried_by_a_block_reference() -> None:
+    from autocad_bench_evaluator.metadata import InsertEntity
+
+    sub = CircleEntity(center=(0, 0), radius=1, layer="BOLTS")
+    block = InsertEntity(block="B", insert=(0, 0), layer="0", exploded=(sub,))
+    assert required_layers_present(metadata([block]), ["BOLTS", "0", "NUTS"]) == {
+        "BOLTS": True, "0": True, "NUTS": False}

@@ -1,0 +1,145 @@
+"""A fixed sample of mutants runs in the default test run, so the mutation configuration
+(mutation/modules.toml, scripts/mutation) cannot rot (issue 23).
+
+Each ``[[sample]]`` mutant is found by its stable id, applied to a copy of its package in a
+temporary directory (never to the working tree), and its ``tests`` must fail against it;
+the same tests must pass against the unmutated copy. Runs go through the warm pytest server
+of ``mutation/warm.py`` (one import of the third-party stack, one fork per run).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_mutation_{name}", REPO / "mutation" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _load("run")
+warm = _load("warm")
+MODULES, SAMPLE = run.load_config()
+BY_NAME = {m.name: m for m in MODULES}
+
+
+def test_the_configuration_names_files_tests_and_definitions_that_exist() -> None:
+    assert len(MODULES) >= 10 and len(SAMPLE) >= 5
+    assert len({s["module"] for s in SAMPLE}) >= 2
+    for module in MODULES:
+        files = module.paths(REPO)
+        assert files, module.name
+        for test in module.tests:
+            assert (REPO / test.split("::")[0]).exists(), f"{module.name}: {test} does not exist"
+        source = "\n".join((REPO / f).read_text() for f in files)
+        for name in module.definitions:
+            assert f"def {name}(" in source or f"class {name}" in source, f"{module.name}: no definition {name}"
+    for entry in run.load_equivalent().values():
+        assert entry.strip(), "every equivalent mutant needs its reason"
+
+
+def test_stable_ids_do_not_depend_on_line_numbers(tmp_path: Path) -> None:
+    source = "def f(x):\n    return x + 1\n"
+    (tmp_path / "a.py").write_text(source)
+    (tmp_path / "b.py").write_text("# moved\n\n" + source)
+    a = {(m.operator, m.source_line): m.id for m in run.enumerate_mutants(tmp_path, "a.py")}
+    b = {(m.operator, m.source_line): m.id for m in run.enumerate_mutants(tmp_path, "b.py")}
+    assert a and a.keys() == b.keys()
+    moved = {(m.operator, m.source_line): m.id for m in run.enumerate_mutants(tmp_path, "a.py")}
+    assert moved == a  # the same file enumerates the same ids
+    (tmp_path / "a.py").write_text("# moved\n\n" + source)
+    assert {(m.operator, m.source_line): m.id for m in run.enumerate_mutants(tmp_path, "a.py")} == a
+
+
+def test_the_generated_docs_table_lists_every_module() -> None:
+    docs = (REPO / "docs" / "testing.md").read_text()
+    assert run.DOCS_START in docs and run.DOCS_END in docs
+    table = docs.split(run.DOCS_START, 1)[1].split(run.DOCS_END, 1)[0]
+    for module in MODULES:
+        assert f"| {module.name} |" in table, "docs/testing.md: run scripts/mutation --docs-only --update-docs"
+
+
+def _mutant(sample: dict[str, Any]) -> Any:
+    assert sample["file"] in BY_NAME[sample["module"]].paths(REPO)
+    for mutant in run.enumerate_mutants(REPO, sample["file"]):
+        if mutant.id == sample["id"]:
+            return mutant
+    raise AssertionError(f"sample mutant {sample['id']} of {sample['module']} no longer exists: the code changed; "
+                         "pick another (scripts/mutation prints every mutant's id) and update mutation/modules.toml")
+
+
+def _package_copy(root: Path, path: str, mutated: str | None) -> Path:
+    """Copy the top-level package holding ``path`` under ``root/src``; write ``mutated`` into it."""
+    parts = Path(path).parts
+    src = parts.index("src")
+    package = REPO.joinpath(*parts[: src + 2])
+    dest = root / "src" / parts[src + 1]
+    shutil.copytree(package, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    if mutated is not None:
+        dest.joinpath(*parts[src + 2 :]).write_text(mutated)
+    return root / "src"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    sock = str(tmp_path_factory.mktemp("warm") / "s.sock")
+    tests = sorted({t.split("::")[0] for s in SAMPLE for t in s["tests"]})
+    proc = subprocess.Popen([sys.executable, str(REPO / "mutation" / "warm.py"), "serve", sock, "--", "-q", *tests],
+                            cwd=REPO, start_new_session=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        deadline = time.monotonic() + 90
+        while not Path(sock + ".ready").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the warm pytest server did not start"
+            time.sleep(0.1)
+        yield sock
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _pytest(server: str, src: Path, tests: list[str]) -> int:
+    args = ["-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly", *tests]
+    return int(warm.client(server, 120, args, sys_path=[str(src)], fallback=False))
+
+
+def test_the_sample_tests_pass_on_unmutated_copies(server: str, tmp_path: Path) -> None:
+    by_package: dict[str, set[str]] = {}
+    for s in SAMPLE:
+        parts = Path(s["file"]).parts
+        by_package.setdefault(parts[parts.index("src") + 1], set()).update(s["tests"])
+    runs = sorted((package, sorted(tests)) for package, tests in by_package.items())
+    srcs = [_package_copy(tmp_path / package, next(s["file"] for s in SAMPLE if f"/{package}/" in s["file"]), None)
+            for package, _ in runs]
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+        codes = list(pool.map(lambda r: _pytest(server, r[0], r[1][1]), zip(srcs, runs, strict=True)))
+    assert codes == [0] * len(runs), f"{runs} fail without a mutant: {codes}"
+
+
+@pytest.mark.parametrize("sample", SAMPLE, ids=[f"{s['module']}-{s['id']}" for s in SAMPLE])
+def test_sample_mutant_is_killed(server: str, tmp_path: Path, sample: dict[str, Any]) -> None:
+    mutant = _mutant(sample)
+    mutated = run.mutate_source(REPO, mutant)
+    assert mutated != (REPO / mutant.path).read_text()
+    src = _package_copy(tmp_path, mutant.path, mutated)
+    rc = _pytest(server, src, list(sample["tests"]))
+    assert rc == 1, (f"mutant {mutant.id} ({mutant.path}:{mutant.line} {mutant.operator}: {mutant.source_line}) "
+                     f"{'survived' if rc == 0 else f'made pytest exit {rc}'}")
