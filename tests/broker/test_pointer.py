@@ -11,6 +11,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from autocad_bench.actions import ACTION_ADAPTER, action_request_id
 from autocad_bench.broker import BrokerClient
 from autocad_bench.broker.protocol import (
@@ -172,3 +174,22 @@ async def test_the_fake_broker_reports_the_last_pointer_action_and_can_play_an_o
         assert (await client.reset(session)).frame.pointer is None
         move = (ACTION_ADAPTER.validate_python({"type": "move", "x": 3, "y": 3}),)
         assert (await client.actions(session, action_request_id("a", "t1", 0), 0, move)).frame.pointer is None
+
+
+async def test_a_stored_frame_or_drawing_whose_bytes_changed_is_never_taken_as_intact() -> None:
+    """FakeBroker.corrupt plays a store whose bytes changed after capture: the client refuses them."""
+    from autocad_bench.broker.errors import BrokerError
+
+    async with FakeBroker(display=DisplaySize(width=64, height=48)) as broker:
+        client = BrokerClient(broker.url, broker.token, operation_deadline_s=3)
+        session = (await client.lease("t", "a")).session_id
+        frame = (await client.reset(session)).frame
+        assert hashlib.sha256(await client.frame(frame.sequence, expected_sha256=frame.sha256)).hexdigest() == \
+            frame.sha256
+        broker.corrupt(frame=frame.sequence)
+        with pytest.raises(BrokerError):
+            await client.frame(frame.sequence, expected_sha256=frame.sha256)
+        saved = await client.checkpoint(session, "a-save")
+        broker.corrupt(artifact=saved.artifact.name, data=b"not the drawing")
+        with pytest.raises(BrokerError):
+            await client.artifact(saved.artifact.name, expected_sha256=saved.artifact.sha256)

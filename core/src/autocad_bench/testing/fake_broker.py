@@ -177,6 +177,8 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
         self._artifacts: dict[str, bytes] = {}
+        self._corrupt_frames: dict[int, bytes | None] = {}
+        self._corrupt_artifacts: dict[str, bytes | None] = {}
         self.service = BrokerService(
             self,
             lambda: self.token,  # read per request: tests re-arm a broker by setting .token
@@ -211,7 +213,27 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         self.requests.clear()
         self._faults.clear()
         self._artifacts.clear()
+        self._corrupt_frames.clear()
+        self._corrupt_artifacts.clear()
         self.service.clear()
+
+    def corrupt(self, *, frame: int | None = None, artifact: str | None = None, data: bytes | None = None) -> None:
+        """From now on serve other bytes for frame ``frame`` or artifact ``artifact`` than the
+        ones recorded (``data``, or the recorded bytes with one bit flipped), while the recorded
+        size and SHA-256 stay: a stored file that changed on disk after it was captured."""
+        if (frame is None) == (artifact is None):
+            raise ValueError("name exactly one of frame= or artifact=")
+        if frame is not None:
+            self._corrupt_frames[frame] = data
+        else:
+            assert artifact is not None
+            self._corrupt_artifacts[artifact] = data
+
+    @staticmethod
+    def _flipped(original: bytes, replacement: bytes | None) -> bytes:
+        if replacement is not None:
+            return replacement
+        return bytes([original[0] ^ 0x01]) + original[1:] if original else b"\x00"
 
     @property
     def _current(self) -> FakeDesktop | None:
@@ -334,7 +356,10 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         return self.pointer if self.report_pointer else None
 
     async def read_frame(self, session: Session[FakeDesktop], info: FrameInfo) -> bytes:
-        return session.desktop.frames[info.sequence][1]
+        stored = session.desktop.frames[info.sequence][1]
+        if info.sequence in self._corrupt_frames:
+            return self._flipped(stored, self._corrupt_frames[info.sequence])
+        return stored
 
     async def checkpoint(self, session: Session[FakeDesktop], request_id: str) -> driver.CheckpointOutcome:
         """"Save" ``drawing.dxf``: the session, its next index and every injected action as text."""
@@ -351,7 +376,10 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
         return ("\n".join(lines) + "\n").encode()
 
     async def read_artifact(self, session: Session[FakeDesktop], info: ArtifactInfo) -> bytes:
-        return self._artifacts[info.name]
+        stored = self._artifacts[info.name]
+        if info.name in self._corrupt_artifacts:
+            return self._flipped(stored, self._corrupt_artifacts[info.name])
+        return stored
 
     async def release(self, session: Session[FakeDesktop]) -> JsonObject:
         return {}
