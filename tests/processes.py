@@ -91,7 +91,11 @@ def find(*, token: str | None = None, paths: Iterable[Path | str] = ()) -> list[
                 pattern is not None and (pattern.search(cmdline + b"\0") or pattern.search(environ))):
             command = cmdline.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:300]
             name = stat[stat.find("(") + 1:stat.rfind(")")]
-            found.append(Proc(int(entry.name), int(fields[3]), command or f"[{name}]"))
+            if int(fields[1]) == os.getpid() and b"multiprocessing.resource_tracker" in cmdline:
+                # This process's own resource tracker: it lives as long as this process does
+                # and ends with it (a tracker whose owner died is re-parented and still found).
+                continue
+            found.append(Proc(int(entry.name), int(fields[2]), command or f"[{name}]"))
     return found
 
 

@@ -69,6 +69,17 @@ class LibreCADRig:
             raise
         self.settle = StabilityPolicy(window_s=1.5, interval_s=0.1, settle_s=0.1)
 
+    def pause(self, seconds: float) -> None:
+        """A solution's ``wait``: at least ``seconds``, then until LibreCAD and Xvfb are idle.
+
+        The solutions' fixed pauses were measured on an idle machine; under load a dialog may
+        not be up (and typing lands elsewhere) when they end. Idle means both processes are
+        sleeping and used no CPU over :data:`IDLE_WINDOW_S`; the extra wait is bounded by
+        :data:`IDLE_LIMIT_S` (after which the replay goes on, as a real agent's would).
+        """
+        time.sleep(seconds)
+        wait_until_idle([pid for pid in (self.adapter.pid, self.display.pid) if pid is not None])
+
     @property
     def display_name(self) -> str:
         return self.display.name
@@ -125,7 +136,7 @@ class LibreCADRig:
         try:
             for batch in batches:
                 for raw in batch:
-                    apply_action(self.driver, ACTION_ADAPTER.validate_python(raw))
+                    apply_action(self.driver, ACTION_ADAPTER.validate_python(raw), sleep=self.pause)
                 frame, _ = stable_frame(self.capture, self.settle)
         except Exception as error:  # e.g. the X server went away under the driver
             return failed(f"replay: {type(error).__name__}: {error}", launch_s)
@@ -145,6 +156,46 @@ class LibreCADRig:
         )
 
 
+
+
+IDLE_WINDOW_S = 0.15
+"""How long a process must sleep without using CPU to count as idle."""
+IDLE_LIMIT_S = 10.0
+"""The longest :func:`wait_until_idle` waits."""
+
+
+def _cpu_state(pid: int) -> tuple[str, int] | None:
+    """(state letter, utime + stime ticks) of ``pid``; ``None`` when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return fields[0], int(fields[11]) + int(fields[12])
+
+
+def wait_until_idle(
+    pids: Sequence[int], *, window_s: float = IDLE_WINDOW_S, limit_s: float = IDLE_LIMIT_S, poll_s: float = 0.05
+) -> bool:
+    """Wait until every live process of ``pids`` is sleeping with unchanged CPU time for
+    ``window_s``; ``False`` when ``limit_s`` passed first. Gone processes count as idle."""
+    deadline = time.monotonic() + limit_s
+    last = {pid: _cpu_state(pid) for pid in pids}
+    quiet_since = time.monotonic()
+    while True:
+        time.sleep(poll_s)
+        now = {pid: _cpu_state(pid) for pid in pids}
+        busy = any(
+            state is not None and (state[0] == "R" or state != last[pid]) for pid, state in now.items()
+        )
+        last = now
+        moment = time.monotonic()
+        if busy:
+            quiet_since = moment
+        elif moment - quiet_since >= window_s:
+            return True
+        if moment >= deadline:
+            return False
 
 
 @contextmanager
