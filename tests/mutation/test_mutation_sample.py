@@ -143,3 +143,15 @@ def test_sample_mutant_is_killed(server: str, tmp_path: Path, sample: dict[str, 
     rc = _pytest(server, src, list(sample["tests"]))
     assert rc == 1, (f"mutant {mutant.id} ({mutant.path}:{mutant.line} {mutant.operator}: {mutant.source_line}) "
                      f"{'survived' if rc == 0 else f'made pytest exit {rc}'}")
+
+
+def test_equivalents_are_read_from_the_list_and_the_per_module_files(tmp_path: Path) -> None:
+    main = tmp_path / "equivalent.toml"
+    main.write_text('[[equivalent]]\nid = "aaaaaaaaaaaa"\nreason = "one"\n')
+    directory = tmp_path / "equivalent"
+    directory.mkdir()
+    (directory / "m.toml").write_text('[[equivalent]]\nid = "bbbbbbbbbbbb"\nreason = "two"\n')
+    assert run.load_equivalent(main, directory) == {"aaaaaaaaaaaa": "one", "bbbbbbbbbbbb": "two"}
+    (directory / "n.toml").write_text('[[equivalent]]\nid = "aaaaaaaaaaaa"\nreason = "another"\n')
+    with pytest.raises(SystemExit, match="documented twice"):
+        run.load_equivalent(main, directory)
