@@ -8,10 +8,13 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
 from rich.console import Console
 
 from autocad_bench.events import RolloutStateEvent
@@ -61,6 +64,40 @@ def test_plain_lines_for_state_changes_with_counts_and_outcomes(tmp_path: Path) 
     assert "r0: starting -> done turns=3 actions=12 cost=$0.2500 score=0.900 pass" in text
     assert "r1: queued -> failed" in text and "failure=transport_exhausted" in text
     assert "-> evaluating" not in text
+
+
+def test_a_wave_of_first_events_reads_the_batch_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every rollout of a wave reports "starting" at once, each from its own thread: one whole
+    # read of the batch must serve them all (one per rollout made the start quadratic).
+    from autocad_bench.dashboard.reader import RunsRoot
+
+    rollouts = [f"r{i:03d}" for i in range(40)]
+    batch = write_batch(tmp_path / "b", batch_state([entry(r, "queued") for r in rollouts]))
+    reads: list[int] = []
+    original = RunsRoot.read_batch
+
+    def counted(self: RunsRoot, *args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        time.sleep(0.05)  # a large batch takes a while to read: the other threads arrive meanwhile
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunsRoot, "read_batch", counted)
+    out, buffer = console()
+    progress = BatchProgress(batch, console=out, mode="plain")
+    barrier = threading.Barrier(len(rollouts))
+
+    def first_event(rollout: str) -> None:
+        barrier.wait()
+        progress.rollout_state_changed(event(rollout, "queued", "starting"))
+
+    threads = [threading.Thread(target=first_event, args=(r,)) for r in rollouts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(reads) == 1
+    assert progress.counts["starting"] == len(rollouts)
+    assert len(buffer.getvalue().splitlines()) == len(rollouts)
 
 
 def test_live_display_shows_counts_and_per_rollout_progress(tmp_path: Path) -> None:

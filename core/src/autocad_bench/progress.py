@@ -150,6 +150,7 @@ class BatchProgress(Observer):
         self._host = host
         self._observing = contextlib.ExitStack()
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()  # one roster read at a time (see _ensure_loaded)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Live | None = None
@@ -233,13 +234,21 @@ class BatchProgress(Observer):
             self._advance(row.rollout_id, row.state)
 
     def _ensure_loaded(self) -> None:
-        """Read the roster once (the first event may come before any poll)."""
+        """Read the roster once (the first event may come before any poll).
+
+        Every rollout's first event arrives at once when a wave starts, each on its own
+        thread: one of them reads the batch while the others wait for it (without the lock
+        each read it, a whole-batch read per rollout: 15,000 rows read for 200 rollouts).
+        """
         if self._states:
             return
-        info = self.snapshot()
-        if info is not None:
-            with self._lock:
-                self._load(info)
+        with self._load_lock:
+            if self._states:
+                return
+            info = self.snapshot()
+            if info is not None:
+                with self._lock:
+                    self._load(info)
 
     def _advance(self, rollout_id: str, state: str) -> bool:
         """Move one rollout forward in the model (never back); under _lock."""
