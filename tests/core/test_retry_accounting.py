@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import random
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
@@ -19,6 +20,7 @@ import pytest
 import stamina
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from autocad_bench.costs import BudgetTracker, RolloutBudget, StopReason, cost_of, default_pricing
 from autocad_bench.models import ArtifactRef, JsonObject
@@ -41,9 +43,12 @@ from autocad_bench.retry import (
     RetryCounters,
     RetryEvent,
     RetryPolicy,
+    StreakCounter,
     TransientRetriesExhausted,
     default_sleep,
+    exponential_backoff,
     request_turn,
+    retry_delay,
 )
 
 K = ProviderErrorKind
@@ -129,6 +134,169 @@ def first_observation() -> Observation:
 def caller(policy: RetryPolicy = NO_JITTER, **kwargs: Any) -> tuple[ModelCaller, Sleeps]:
     sleeps = Sleeps()
     return ModelCaller(policy, sleep=sleeps, instrument=False, **kwargs), sleeps
+
+
+# -- the counters and the policy on their own ------------------------------------------------
+
+
+class FixedRandom(random.Random):
+    """A random source whose every draw is ``value`` (the jitter arithmetic made exact)."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_a_streak_counter_starts_at_zero_and_bumps_both_counts_by_one() -> None:
+    counter = StreakCounter()
+    assert (counter.consecutive, counter.lifetime) == (0, 0)
+    for n in range(1, 4):
+        counter = counter.bump()
+        assert (counter.consecutive, counter.lifetime) == (n, n)
+    assert StreakCounter(consecutive=3, lifetime=5).bump() == StreakCounter(consecutive=4, lifetime=6)
+
+
+@pytest.mark.parametrize("consecutive", [0, 1, 2, 7])
+def test_reset_ends_the_streak_and_keeps_the_lifetime_total(consecutive: int) -> None:
+    assert StreakCounter(consecutive=consecutive, lifetime=9).reset() == StreakCounter(consecutive=0, lifetime=9)
+
+
+@pytest.mark.parametrize("field", ["consecutive", "lifetime"])
+def test_streak_counts_are_never_negative(field: str) -> None:
+    assert getattr(StreakCounter.model_validate({field: 0}), field) == 0
+    with pytest.raises(ValidationError):
+        StreakCounter.model_validate({field: -1})
+
+
+def test_fresh_retry_counters_are_all_zero() -> None:
+    zero = {"consecutive": 0, "lifetime": 0}
+    assert RetryCounters().model_dump() == {
+        "rate_limited": zero, "server_error": zero, "transient": zero, "request_too_large": zero, "fatal": zero,
+        "malformed": zero, "responses": 0, "shrinks": 0, "backoff_s": 0.0}
+
+
+@pytest.mark.parametrize(("field", "valid", "invalid"), [
+    ("responses", 0, -1), ("shrinks", 0, -1), ("backoff_s", 0.0, -0.5), ("backoff_s", 0.5, math.inf),
+    ("backoff_s", 0.5, math.nan),
+])
+def test_retry_totals_are_never_negative_nor_infinite(field: str, valid: float, invalid: float) -> None:
+    assert getattr(RetryCounters.model_validate({field: valid}), field) == valid
+    with pytest.raises(ValidationError):
+        RetryCounters.model_validate({field: invalid})
+
+
+@pytest.mark.parametrize("kind", list(K))
+def test_an_error_bumps_only_the_counter_of_its_kind(kind: ProviderErrorKind) -> None:
+    base = RetryCounters(responses=2, shrinks=1, backoff_s=3.0)
+    after = base.after_error(kind).after_error(kind)
+    assert after.for_kind(kind) == StreakCounter(consecutive=2, lifetime=2)
+    assert all(after.for_kind(other) == StreakCounter() for other in K if other is not kind)
+    assert (after.malformed, after.responses, after.shrinks, after.backoff_s) == (StreakCounter(), 2, 1, 3.0)
+
+
+def test_a_response_resets_every_error_streak_and_counts_malformed_ones() -> None:
+    counters = RetryCounters(responses=3, shrinks=2, backoff_s=1.5)
+    for kind in K:
+        counters = counters.after_error(kind)
+    counters = counters.after_response(well_formed=False)
+    assert all(counters.for_kind(kind) == StreakCounter(consecutive=0, lifetime=1) for kind in K)
+    assert (counters.malformed, counters.responses) == (StreakCounter(consecutive=1, lifetime=1), 4)
+    counters = counters.after_response(well_formed=False)
+    assert (counters.malformed, counters.responses) == (StreakCounter(consecutive=2, lifetime=2), 5)
+    counters = counters.after_response(well_formed=True)
+    assert (counters.malformed, counters.responses) == (StreakCounter(consecutive=0, lifetime=2), 6)
+    assert (counters.shrinks, counters.backoff_s) == (2, 1.5)
+    assert RetryCounters().after_response(well_formed=True).responses == 1
+
+
+def test_shrinks_and_backoff_accumulate() -> None:
+    counters = RetryCounters()
+    assert counters.after_shrink().shrinks == 1 and counters.after_shrink().after_shrink().shrinks == 2
+    assert RetryCounters(shrinks=3).after_shrink().shrinks == 4
+    assert counters.after_backoff(0.25).backoff_s == 0.25
+    assert RetryCounters(backoff_s=2.0).after_backoff(1.5).backoff_s == 3.5
+    assert RetryCounters(responses=5).after_shrink().after_backoff(1.0).responses == 5
+
+
+def test_the_default_policy_is_the_written_contract() -> None:
+    assert RetryPolicy().model_dump() == {
+        "backoff_initial_s": 1.0, "backoff_multiplier": 2.0, "backoff_cap_s": 60.0, "jitter": 0.25,
+        "max_retry_after_s": 900.0, "max_consecutive_transient": 10, "max_consecutive_malformed": 10,
+        "max_shrink_retries": 1}
+
+
+@pytest.mark.parametrize(("field", "lowest", "below"), [
+    ("backoff_initial_s", 0.001, 0.0), ("backoff_multiplier", 1.0, 0.999), ("backoff_cap_s", 0.001, 0.0),
+    ("jitter", 0.0, -0.001), ("max_retry_after_s", 0.001, 0.0), ("max_consecutive_transient", 1, 0),
+    ("max_consecutive_malformed", 1, 0), ("max_shrink_retries", 0, -1),
+])
+def test_policy_lower_bounds(field: str, lowest: float, below: float) -> None:
+    assert getattr(RetryPolicy.model_validate({field: lowest}), field) == lowest
+    with pytest.raises(ValidationError):
+        RetryPolicy.model_validate({field: below})
+
+
+def test_jitter_stays_below_one() -> None:
+    assert RetryPolicy(jitter=0.999).jitter == 0.999
+    with pytest.raises(ValidationError):
+        RetryPolicy(jitter=1.0)
+
+
+@pytest.mark.parametrize("field", ["backoff_initial_s", "backoff_multiplier", "backoff_cap_s", "max_retry_after_s"])
+def test_policy_times_are_finite(field: str) -> None:
+    with pytest.raises(ValidationError):
+        RetryPolicy.model_validate({field: math.inf})
+
+
+def test_exponential_backoff_grows_from_the_initial_delay_up_to_the_cap() -> None:
+    policy = RetryPolicy(backoff_initial_s=3.0, backoff_multiplier=2.0, backoff_cap_s=40.0, jitter=0)
+    assert [exponential_backoff(policy, streak) for streak in range(1, 8)] == [3, 6, 12, 24, 40, 40, 40]
+    assert exponential_backoff(policy, 100_000) == 40.0  # 2.0 ** 99_999 overflows a float: still the cap
+    assert exponential_backoff(RetryPolicy(backoff_initial_s=0.5, backoff_multiplier=1.0), 50) == 0.5
+    for streak in (0, -1):
+        with pytest.raises(ValueError, match="streak must be >= 1"):
+            exponential_backoff(policy, streak)
+
+
+def test_jitter_removes_its_share_of_the_backoff() -> None:
+    policy = RetryPolicy(backoff_initial_s=8.0, jitter=0.5)
+    assert retry_delay(policy, K.SERVER_ERROR, 1, None, FixedRandom(0.5)) == 6.0  # 8 x (1 - 0.5 x 0.5)
+    assert retry_delay(policy, K.RATE_LIMITED, 2, None, FixedRandom(0.0)) == 16.0
+    assert retry_delay(policy.model_copy(update={"jitter": 0.0}), K.TRANSIENT, 2, None, FixedRandom(0.5)) == 16.0
+
+
+@pytest.mark.parametrize(("kind", "hint", "delay"), [
+    (K.RATE_LIMITED, 300.0, 300.0),  # beyond the backoff cap: honoured
+    (K.RATE_LIMITED, 5_000.0, 900.0),  # ...up to max_retry_after_s
+    (K.SERVER_ERROR, 300.0, 60.0),  # other kinds honour a hint only up to the backoff cap
+    (K.TRANSIENT, 300.0, 60.0),
+    (K.SERVER_ERROR, 20.0, 20.0),
+    (K.RATE_LIMITED, 2.0, 4.0),  # shorter than the backoff: the backoff wins
+    (K.TRANSIENT, 4.5, 4.5),
+])
+def test_a_retry_after_hint_is_honoured_within_its_ceiling(kind: ProviderErrorKind, hint: float, delay: float) -> None:
+    assert retry_delay(NO_JITTER, kind, 3, hint, random.Random(1)) == delay
+
+
+@pytest.mark.parametrize("hint", [None, 0.0, -0.5, -5.0, math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("kind", [K.RATE_LIMITED, K.SERVER_ERROR, K.TRANSIENT])
+def test_a_missing_or_senseless_retry_after_is_ignored(kind: ProviderErrorKind, hint: float | None) -> None:
+    assert retry_delay(NO_JITTER, kind, 3, hint, random.Random(1)) == 4.0
+
+
+def test_a_short_hint_beats_a_shorter_backoff() -> None:
+    policy = RetryPolicy(backoff_initial_s=0.1, jitter=0)
+    assert retry_delay(policy, K.RATE_LIMITED, 1, 0.5, random.Random(1)) == 0.5
+    assert retry_delay(policy, K.SERVER_ERROR, 1, 0.05, random.Random(1)) == 0.1
+
+
+@pytest.mark.parametrize("kind", [K.REQUEST_TOO_LARGE, K.FATAL])
+def test_kinds_without_a_backoff_have_no_retry_delay(kind: ProviderErrorKind) -> None:
+    with pytest.raises(ValueError, match="not retried after a backoff"):
+        retry_delay(NO_JITTER, kind, 1, None, random.Random(1))
 
 
 # -- rate limits -----------------------------------------------------------------------------
