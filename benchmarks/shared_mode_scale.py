@@ -17,6 +17,7 @@ Measured per run:
     uv run python benchmarks/shared_mode_scale.py [ROLLOUTS] [TURNS] [LATENCY_S]
     uv run python benchmarks/shared_mode_scale.py --table [TURNS] [LATENCY_S]   # N = 10, 100, 1000
     uv run python benchmarks/shared_mode_scale.py --profile OUT.txt ROLLOUTS TURNS LATENCY_S
+    uv run python benchmarks/shared_mode_scale.py --compare-loops [ROLLOUTS] [TURNS] [LATENCY_S]
 
 ``--profile`` runs the controller under per-thread ``cProfile`` (thread CPU time) and writes
 the top functions by own time and by cumulative time to OUT.txt (the numbers of a profiled
@@ -65,7 +66,8 @@ def added_latencies(out: Path, latency: float) -> list[float]:
     return added
 
 
-def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = None) -> dict[str, Any]:
+def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = None,
+        loops: int | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         with broker_process(rollouts, 1920, 1080, tmp, realistic=True) as info:
@@ -89,6 +91,8 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
             config_path = tmp / "config.json"
             config_path.write_text(json.dumps(config))
             env = {**os.environ, "BENCH_POOL_TOKEN": info["token"], "AUTOCAD_BENCH_PROGRESS": "plain"}
+            if loops is not None:
+                env["AUTOCAD_BENCH_PILOT_LOOPS"] = str(loops)
             out = tmp / "out"
             lag_path = tmp / "lag.json"
             pstats_path = tmp / "controller.pstats"
@@ -116,9 +120,11 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
     cpu = usage.ru_utime + usage.ru_stime
     total_turns = rollouts * turns
     return {
-        "rollouts": rollouts, "turns": turns, "latency": latency,
+        "rollouts": rollouts, "turns": turns, "latency": latency, "loops": loops,
         "exit": os.waitstatus_to_exitcode(status), "done": counts.get("done", 0),
-        "cpu_s": cpu, "cpu_ms_per_turn": 1000 * cpu / total_turns, "rss_mib": usage.ru_maxrss / 1024,
+        "cpu_s": cpu, "cpu_ms_per_turn": 1000 * cpu / total_turns,
+        "user_ms_per_turn": 1000 * usage.ru_utime / total_turns, "sys_ms_per_turn": 1000 * usage.ru_stime / total_turns,
+        "context_switches": usage.ru_nvcsw + usage.ru_nivcsw, "rss_mib": usage.ru_maxrss / 1024,
         "p50_ms": 1000 * percentile(added, 0.50), "p99_ms": 1000 * percentile(added, 0.99),
         "lag_p99_ms": 1000 * percentile(lag, 0.99), "lag_max_ms": 1000 * max(lag, default=float("nan")),
         "wall_s": wall, "ideal_s": turns * latency,
@@ -137,17 +143,18 @@ def write_profile(pstats_path: Path, target: Path, title: str) -> None:
 
 def row(result: dict[str, Any]) -> list[Any]:
     return [result["rollouts"], f"{result['done']}/{result['rollouts']}", f"{result['cpu_ms_per_turn']:.2f}",
+            f"{result['user_ms_per_turn']:.2f} / {result['sys_ms_per_turn']:.2f}",
             f"{result['rss_mib']:.0f}", f"{result['p50_ms']:.0f} / {result['p99_ms']:.0f}",
             f"{result['lag_p99_ms']:.0f} / {result['lag_max_ms']:.0f}",
             f"{result['wall_s']:.1f} / {result['ideal_s']:.1f} = {result['wall_s'] / result['ideal_s']:.2f}x"]
 
 
-HEADER = ["rollouts", "done", "CPU/turn (ms)", "peak RSS (MiB)", "added latency p50/p99 (ms)",
+HEADER = ["rollouts", "done", "CPU/turn (ms)", "user / sys (ms)", "peak RSS (MiB)", "added latency p50/p99 (ms)",
           "loop lag p99/max (ms)", "wall / ideal (s)"]
 
 
 def goal_row() -> list[Any]:
-    return [f"goal: {GOAL['rollouts']}", "all", f"<= {GOAL['cpu_ms_per_turn']:.0f}", f"< {GOAL['rss_mib']:.0f}",
+    return [f"goal: {GOAL['rollouts']}", "all", f"<= {GOAL['cpu_ms_per_turn']:.0f}", "-", f"< {GOAL['rss_mib']:.0f}",
             f"- / < {GOAL['p99_ms']:.0f}", "-", f"<= {GOAL['wall_ratio']}x"]
 
 
@@ -167,6 +174,20 @@ def main(argv: list[str]) -> None:
         at = argv.index("--profile")
         profile = Path(argv[at + 1])
         argv = argv[:at] + argv[at + 2:]
+    if argv and argv[0] == "--compare-loops":
+        # The same batch with the pilots on their lifecycle threads' own loops (0) and on 1, 2
+        # and 4 shared loops, interleaved in one run so that the machine's load hits them alike.
+        rollouts = int(argv[1]) if len(argv) > 1 else 200
+        turns = int(argv[2]) if len(argv) > 2 else 5
+        latency = float(argv[3]) if len(argv) > 3 else 2.0
+        counts = (0, 1, 2, 4)
+        results = [run(rollouts, turns, latency, loops=count) for count in counts]
+        base = results[0]["cpu_ms_per_turn"]
+        rows = [[r["loops"] or "own loop per rollout", *row(r)[2:], f"{r['cpu_ms_per_turn'] / base:.2f}x"]
+                for r in results]
+        print(table(f"shared mode, pilot loops: {rollouts} rollouts x {turns} turns, {latency} s model latency "
+                    f"({machine()})", ["pilot loops", *HEADER[2:], "CPU vs own loops"], rows))
+        return
     if argv and argv[0] == "--table":
         turns = int(argv[1]) if len(argv) > 1 else 5
         latency = float(argv[2]) if len(argv) > 2 else 2.0

@@ -45,12 +45,12 @@ def batch_config(brokers: list[FakeBroker], lease_dir: Path, mode: str, rollouts
 
 
 def run_batch(
-    tmp_path: Path, brokers: list[FakeBroker], mode: str, name: str
+    tmp_path: Path, brokers: list[FakeBroker], mode: str, name: str, **extra_env: str
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     config = tmp_path / f"{name}.json"
     config.write_text(json.dumps(batch_config(brokers, tmp_path / f"{name}-leases", mode)))
     out = tmp_path / name
-    env = {**os.environ, **SECRETS, "EXAMPLE_POOL_TOKEN": brokers[0].token}
+    env = {**os.environ, **SECRETS, "EXAMPLE_POOL_TOKEN": brokers[0].token, **extra_env}
     result = subprocess.run(["autocad-bench-batch", "--config", str(config), "--execute", "--output-dir", str(out)],
                             capture_output=True, text=True, env=env, timeout=300)
     return result, out
@@ -92,12 +92,24 @@ def test_scripted_batch_produces_the_full_layout(tmp_path: Path, mode: str) -> N
 
 def test_both_modes_produce_identical_trees(tmp_path: Path) -> None:
     trees = {}
-    for mode in ("shared", "subprocess"):
+    # Shared mode with the pilots on the batch's shared loops (the default) and on their own
+    # lifecycle threads' loops (AUTOCAD_BENCH_PILOT_LOOPS=0).
+    runs = (("shared", "shared", "2"), ("own-loops", "shared", "0"), ("subprocess", "subprocess", ""))
+    for name, mode, loops in runs:
         with fake_brokers(2, token="shared-broker-token-for-tests-9x") as brokers:
-            result, out = run_batch(tmp_path, brokers, mode, mode)
+            result, out = run_batch(tmp_path, brokers, mode, name, AUTOCAD_BENCH_PILOT_LOOPS=loops)
             assert result.returncode == 0, result.stderr
-            trees[mode] = tree(out)
-    assert trees["shared"] == trees["subprocess"]
+            trees[name] = tree(out)
+    assert trees["shared"] == trees["own-loops"] == trees["subprocess"]
+
+
+def test_a_bad_pilot_loop_count_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    with fake_brokers(2, token="shared-broker-token-for-tests-9x") as brokers:
+        result, out = run_batch(tmp_path, brokers, "shared", "bad-loops", AUTOCAD_BENCH_PILOT_LOOPS="many")
+    assert result.returncode == 2, result.stderr
+    assert "AUTOCAD_BENCH_PILOT_LOOPS: 'many' is not a whole number from 0 to 64" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
 
 
 def test_rerun_only_named_failure_classes(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from autocad_bench.config.loading import LoadedConfig
 from autocad_bench.config.models import BudgetConfig
 from autocad_bench.config.trials import PlannedRollout
 from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
+from autocad_bench.controller.loops import SharedLoops, pilot_loop_count
 from autocad_bench.controller.resources import (
     FILES_FOR_THE_CONTROLLER,
     FILES_PER_SHARED_ROLLOUT,
@@ -116,6 +117,9 @@ class BatchRunner:
         self.publisher: TracePublisher | None = None
         self.turns = TurnFeed(host, self.batch_id, output_dir)
         self._rollout_paths: dict[str, RolloutPaths] = {}
+        self._loops: SharedLoops | None = None
+        # Checked here, before anything is created: a bad value is the operator's to fix.
+        self._loop_count = pilot_loop_count(environ) if self.config.execution_mode == "shared" else 0
 
     # --- entry --------------------------------------------------------------------------
 
@@ -140,6 +144,7 @@ class BatchRunner:
         self.turns.skip_existing(work)
         monitor = threading.Thread(target=self._monitor, name="rollout-monitor", daemon=True)
         monitor.start()
+        self._loops = SharedLoops(self._loop_count) if self._loop_count else None
         try:
             wave = max(1, self.admission.report.admitted_wave)
             with ThreadPoolExecutor(max_workers=wave, thread_name_prefix="sandbox") as pool:
@@ -148,6 +153,8 @@ class BatchRunner:
                 for future in futures:
                     future.result()
         finally:
+            if self._loops is not None:
+                self._loops.close()
             self._stop.set()
             monitor.join(timeout=5)
             self.turns.poll(work)  # the last turns of rollouts that ended since the last poll
@@ -196,7 +203,7 @@ class BatchRunner:
             self._log(log_path, f"sandbox starting on backend {self.backend.name} ({self.config.execution_mode} mode)")
             if self.config.execution_mode == "shared":
                 child = InProcessChild(paths.root, request.child_environment_names, self.environ, self.host,
-                                       stop=self.stop)
+                                       stop=self.stop, loops=self._loops)
                 code = int(self.backend.call("run_shared", request=request, child=child))
             else:
                 command = self.backend.call("build_rollout_command", request=request)

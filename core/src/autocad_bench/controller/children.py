@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from autocad_bench.controller.loops import SharedLoops
 from autocad_bench.harness.pilot import run_pilot
 from autocad_bench.infrastructure.models import RolloutCommand
 from autocad_bench.interrupt import StopRequest
@@ -36,15 +37,17 @@ def child_environment(names: tuple[str, ...], environ: Mapping[str, str], extra:
 
 
 class InProcessChild:
-    """The shared-mode child: runs the pilot coroutine on the caller's event loop.
+    """The shared-mode child: runs the pilot coroutine on the caller's event loop, or on one
+    of the batch's shared loops when they are asked for (:mod:`autocad_bench.controller.loops`).
 
     The pilot sees exactly what a subprocess child would see in its environment: the base
     variables, the credential names of its assignment and what the backend adds.
     """
 
     def __init__(self, rollout_dir: Path, names: tuple[str, ...], environ: Mapping[str, str],
-                 host: PluginHost, *, stop: StopRequest | None = None) -> None:
+                 host: PluginHost, *, stop: StopRequest | None = None, loops: SharedLoops | None = None) -> None:
         self._rollout_dir = rollout_dir
+        self._loops = loops
         self._stop = stop
         self._names = names
         self._environ = environ
@@ -52,7 +55,11 @@ class InProcessChild:
 
     async def run(self, environ: Mapping[str, str]) -> int:
         env = child_environment(self._names, self._environ, environ)
-        return await run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
+        pilot = run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
+        if self._loops is None:
+            return await pilot
+        # The pilot runs on one of the batch's shared loops; this (the backend's) loop waits.
+        return await self._loops.run(pilot)
 
 
 GROUP_DRAIN_S = 15.0

@@ -20,6 +20,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -195,13 +196,21 @@ def _read_lease(path: Path) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
+def _create_lease(path: Path) -> int | None:
+    """The descriptor of a new lease file at ``path``; ``None`` when the worker is held."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return None
+
+
 def _lease_path(settings: PoolSettings, index: int) -> Path:
     return Path(settings.lease_dir) / f"{index}.lease"
 
 
 @contextlib.contextmanager
 def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker: int | None = None) -> Iterator[str]:
-    """Hold the first free worker (or, resuming, exactly ``worker``) for the block's duration."""
+    """Hold a free worker (or, resuming, exactly ``worker``) for the block's duration."""
     Path(settings.lease_dir).mkdir(parents=True, exist_ok=True)
     if worker is not None:
         owner = _read_lease(_lease_path(settings, worker))
@@ -210,21 +219,27 @@ def lease_worker(settings: PoolSettings, batch_id: str, rollout_id: str, worker:
         # The stale lease of the interrupted rollout is ours to take over.
         with contextlib.suppress(FileNotFoundError):
             _lease_path(settings, worker).unlink()
-    for index, url in enumerate(settings.workers):
-        if worker is not None and index != worker:
-            continue
+    count = len(settings.workers)
+    # Each rollout starts looking at its own place in the pool (a hash of its id), so that a
+    # wave of rollouts starting at once spreads over the free workers instead of all of them
+    # probing worker 0, 1, 2, ... in turn (quadratic in the wave at 1,000 rollouts).
+    start = zlib.crc32(f"{batch_id}/{rollout_id}".encode()) % count if count else 0
+    order = [worker] if worker is not None else [(start + step) % count for step in range(count)]
+    for index in order:
+        url = settings.workers[index]
         path = _lease_path(settings, index)
-        owner = _read_lease(path)
-        if owner and owner.get("batch_id") == batch_id and owner.get("rollout_id") == rollout_id \
-                and not pid_alive(int(str(owner.get("pid", 0)))):
-            # This rollout's own earlier attempt died holding the worker: take it back. A
-            # stale lease of another rollout stays: resume may reconnect that rollout to it.
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
+        fd = _create_lease(path)
+        if fd is None:
+            owner = _read_lease(path)
+            if owner and owner.get("batch_id") == batch_id and owner.get("rollout_id") == rollout_id \
+                    and not pid_alive(int(str(owner.get("pid", 0)))):
+                # This rollout's own earlier attempt died holding the worker: take it back. A
+                # stale lease of another rollout stays: resume may reconnect that rollout to it.
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                fd = _create_lease(path)
+            if fd is None:
+                continue
         try:
             # Inside the try: a stop arriving while the lease is written still removes it.
             with os.fdopen(fd, "w") as handle:
