@@ -159,6 +159,16 @@ def test_a_manifest_of_another_evaluator_version_is_refused(tmp_path: Path) -> N
     _fails(tmp_path, "manifest.json is for task 'plate' version 'v1', expected 'plate' 'v2'", version="v2")
 
 
+def test_a_manifest_of_a_task_sorting_after_the_expected_one_is_refused(tmp_path: Path) -> None:
+    write_entry(tmp_path, manifest={"task_id": "zzz"})
+    _fails(tmp_path, "manifest.json is for task 'zzz' version 'v1', expected 'plate' 'v1'")
+
+
+def test_a_manifest_of_a_later_evaluator_version_is_refused(tmp_path: Path) -> None:
+    write_entry(tmp_path, version="v2", manifest={"evaluator_version": "v3"})
+    _fails(tmp_path, "manifest.json is for task 'plate' version 'v3', expected 'plate' 'v2'", version="v2")
+
+
 def _records(root: Path) -> list[dict[str, Any]]:
     directory = write_entry(root / "probe")
     return list(json.loads((directory / MANIFEST_FILENAME).read_text())["files"])
@@ -352,7 +362,8 @@ def _measured() -> DrawingMetadataT:
 
     box = Extents3D(min=(0.0, 0.0, 0.0), max=(10.0, 20.0, 30.0))
     return metadata(plate(), schema_version=4).model_copy(
-        update={"physical_3d": Physical3D(status="measured", extents=box, bodies=1, sources=("3DSOLID",))})
+        update={"physical_3d": Physical3D(status="measured", extents=box, bodies=1, sources=("3DSOLID",))}
+    )
 
 
 def test_scored_3d_extents_that_were_measured_load(tmp_path: Path) -> None:
