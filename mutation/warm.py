@@ -58,6 +58,11 @@ def _third_party_modules(pytest_args: list[str]) -> list[str]:
 def serve(path: str, pytest_args: list[str]) -> None:
     """Pre-import, then answer one request at a time until killed."""
     sys.dont_write_bytecode = True
+    # asyncio before the sorted list below: that list imports ``_asyncio`` (the C tasks) first,
+    # after which asyncio's Python task registry and the C one differ, and in every forked
+    # child ``asyncio.current_task()`` is None and ``asyncio.timeout()`` refuses to run.
+    import asyncio  # noqa: F401
+
     import pytest  # noqa: F401
 
     for name in _third_party_modules(pytest_args):

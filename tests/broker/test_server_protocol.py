@@ -26,6 +26,7 @@ from autocad_bench.broker.protocol import (
     ACTIONS_FRAME_MEDIA_TYPE,
     ACTIONS_LENGTH_HEADER,
     ActionsResponse,
+    ArtifactInfo,
     CheckpointResponse,
     ErrorResponse,
     EventsResponse,
@@ -37,10 +38,11 @@ from autocad_bench.broker.protocol import (
 from autocad_bench_broker.cli import main as cli_main
 from autocad_bench_broker.cli import write_ready_file
 from autocad_bench_broker.desktop import settle_and_encode
-from autocad_bench_broker.drivers.capture import Frame, StabilityPolicy, encode_png
+from autocad_bench_broker.drivers.capture import Frame, PngImage, StabilityPolicy, encode_png
 from autocad_bench_broker.drivers.input import RecordedCall
 from autocad_bench_broker.errors import CaptureError
 from autocad_bench_broker.identity import IdentityError, display_number, manifest_sha256, package_sha256
+from autocad_bench_broker.store import NotStored, SessionFiles, StoreError, inside
 
 from .server_fakes import SIZE, FailingDriver, Rig, running_rig
 
@@ -77,6 +79,135 @@ async def events(rig: Rig) -> list[str]:
     status, raw = await rig.get("/events")
     assert status == 200
     return [event.kind for event in EventsResponse.model_validate_json(raw).events]
+
+
+# The session store on disk (no server: its own public functions) --------------------------------
+
+LOW, HIGH = "0" * 64, "f" * 64
+"""Recorded digests that sort below and above any real one: a mismatch either way is refused."""
+
+
+def png_of(data: bytes) -> PngImage:
+    digest = hashlib.sha256(data).hexdigest()
+    return PngImage(data=data, sha256=digest, width=1, height=1, frame_sha256=digest, compress_level=1, encode_ms=0.0)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def created_files(tmp_path: Path) -> SessionFiles:
+    files = SessionFiles(tmp_path / "work" / "sessions" / "session-1")  # no parent exists yet
+    files.create()
+    return files
+
+
+def test_a_session_store_is_three_directories_under_its_root(tmp_path: Path) -> None:
+    files = created_files(tmp_path)
+    root = tmp_path / "work" / "sessions" / "session-1"
+    assert sorted(p.name for p in root.iterdir()) == ["artifacts", "attempt", "frames"]
+    assert all((root / name).is_dir() for name in ("artifacts", "attempt", "frames"))
+    files.create()  # idempotent: a reused runtime directory is fine
+    assert files.attempt_path("attempt.dxf") == root / "attempt" / "attempt.dxf"
+    files.remove()
+    assert not root.exists()
+    files.remove()  # best effort: nothing left to remove is not an error
+
+
+def test_frames_are_stored_by_six_digit_sequence_and_reread_against_their_digest(tmp_path: Path) -> None:
+    files = created_files(tmp_path)
+    first, later = b"PNG frame zero", b"PNG frame seven"
+    assert files.write_frame(0, png_of(first)) == files.root / "frames" / "000000.png"
+    assert files.write_frame(7, png_of(later)) == files.root / "frames" / "000007.png"
+    assert SessionFiles.frame_name(123456) == "123456.png"
+    assert sorted(p.name for p in (files.root / "frames").iterdir()) == ["000000.png", "000007.png"]
+    assert files.read_frame(0, sha(first)) == first and files.read_frame(7, sha(later)) == later
+    for wrong in (LOW, HIGH, sha(first)):
+        with pytest.raises(StoreError, match=r"000007\.png changed on disk since it was recorded"):
+            files.read_frame(7, wrong)
+    (files.root / "frames" / "000007.png").write_bytes(b"PNG frame 7, damaged")
+    with pytest.raises(StoreError, match="changed on disk"):
+        files.read_frame(7, sha(later))
+    with pytest.raises(NotStored):
+        files.read_frame(3, sha(first))
+    (files.root / "frames" / "000009.png").mkdir()  # unreadable as a file: a fault, not a 404
+    with pytest.raises(StoreError, match=r"cannot read 000009\.png") as error:
+        files.read_frame(9, sha(first))
+    assert type(error.value) is StoreError
+
+
+def test_an_artifact_is_a_snapshot_served_only_under_its_digest(tmp_path: Path) -> None:
+    files = created_files(tmp_path)
+    drawing = files.attempt_path("attempt.dxf")
+    drawing.write_bytes(b"FAKE DRAWING v1")
+    info = files.store_artifact(drawing, "attempt.dxf")
+    assert info == ArtifactInfo(name="attempt.dxf", size=15, sha256=sha(b"FAKE DRAWING v1"))
+    assert (files.root / "artifacts" / "attempt.dxf").read_bytes() == b"FAKE DRAWING v1"
+    drawing.write_bytes(b"changed by the model later")
+    assert files.read_artifact("attempt.dxf", info.sha256) == b"FAKE DRAWING v1"
+    for wrong in (LOW, HIGH):
+        with pytest.raises(StoreError, match="changed on disk"):
+            files.read_artifact("attempt.dxf", wrong)
+    with pytest.raises(NotStored):
+        files.read_artifact("other.dxf", info.sha256)
+    for name in ("../attempt.dxf", ".attempt.dxf", "a/b.dxf"):
+        with pytest.raises(StoreError, match="not a plain file name") as error:
+            files.store_artifact(drawing, name)
+        assert type(error.value) is StoreError
+        with pytest.raises(StoreError, match="not a plain file name"):
+            files.read_artifact(name, info.sha256)
+    with pytest.raises(StoreError, match="cannot read the saved drawing"):
+        files.store_artifact(files.attempt_path("missing.dxf"), "attempt.dxf")
+    (files.root / "artifacts").rename(files.root / "gone")
+    with pytest.raises(StoreError, match="cannot store the artifact"):
+        files.store_artifact(drawing, "attempt.dxf")
+
+
+def test_inside_admits_only_a_regular_file_directly_in_its_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    (directory / "plain.dxf").write_bytes(b"x")
+    (directory / "sub").mkdir()
+    (tmp_path / "secret.txt").write_text("outside")
+    (directory / "link.dxf").symlink_to(tmp_path / "secret.txt")
+    assert inside(directory, "plain.dxf") == directory / "plain.dxf"
+    for name in ("missing.dxf", "sub", "link.dxf"):
+        with pytest.raises(NotStored) as missing:
+            inside(directory, name)
+        assert type(missing.value) is NotStored
+    for bad in ("..", "../secret.txt", ".hidden", ""):
+        with pytest.raises(StoreError, match="not a plain file name"):
+            inside(directory, bad)
+    with pytest.raises(StoreError, match=r"cannot stat plain\.dxf") as error:
+        inside(directory / "plain.dxf", "plain.dxf")  # the "directory" is a file
+    assert type(error.value) is StoreError
+
+
+@pytest.mark.parametrize("outside", ["a-outside", "z-outside"])  # sorting before and after "m-dir"
+def test_inside_refuses_a_file_swapped_for_a_symlink_after_it_was_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside: str
+) -> None:
+    directory, elsewhere = tmp_path / "m-dir", tmp_path / outside
+    directory.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secret.dxf").write_text("outside")
+    target = directory / "attempt.dxf"
+    target.write_text("inside")
+    real_lstat = os.lstat
+    swapped: list[bool] = []
+
+    def lstat_then_swap(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        result = real_lstat(path, *args, **kwargs)
+        if not swapped and Path(path) == target:
+            swapped.append(True)  # the race: replaced right after the check looked at it
+            target.unlink()
+            target.symlink_to(elsewhere / "secret.dxf")
+        return result
+
+    monkeypatch.setattr(os, "lstat", lstat_then_swap)
+    with pytest.raises(StoreError, match="name resolves outside its directory"):
+        inside(directory, "attempt.dxf")
+    assert swapped
 
 
 # Health and authentication ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ a batch whose operation was abandoned must be either wholly injected or not at a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 
 from autocad_bench.actions import ACTION_ADAPTER, Action, action_request_id
 from autocad_bench.broker import BrokerClient, BrokerTransportExhausted
+from autocad_bench.broker.protocol import ErrorCode, ErrorResponse, FrameInfo, ReleaseResponse
+from autocad_bench.broker.service import CachedAnswer, Session
 from autocad_bench.providers.models import DisplaySize
 from autocad_bench.testing.fake_broker import FakeBroker, Fault, FaultKind
 
@@ -60,6 +63,72 @@ def env() -> Iterator[Env]:
     finally:
         runner.run(fake.stop())
         runner.close()
+
+
+# The session state the replay caches live in (fast, deterministic; they run first) ---------
+
+
+def test_a_cached_answer_says_whether_it_repeats_an_error() -> None:
+    error = CachedAnswer("fp", ErrorResponse(code=ErrorCode.INTERNAL_ERROR, message="no frame after the input"))
+    answer = CachedAnswer("fp", ReleaseResponse(session_id="s1", replayed=False))
+    assert error.is_error is True
+    assert answer.is_error is False
+
+
+def test_a_cached_answer_cannot_be_changed_once_stored() -> None:
+    answer = CachedAnswer("fp", ReleaseResponse(session_id="s1", replayed=False))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        answer.fingerprint = "another body"  # type: ignore[misc]
+    # Slotted: an answer carries exactly its two fields, no per-instance dict.
+    assert not hasattr(answer, "__dict__")
+    with pytest.raises((AttributeError, TypeError)):
+        object.__setattr__(answer, "extra", 1)
+    assert (answer.fingerprint, answer.response) == ("fp", ReleaseResponse(session_id="s1", replayed=False))
+
+
+def test_a_new_session_starts_at_index_zero_without_frames() -> None:
+    session = Session("s1", "task", "attempt", desktop=None)
+    assert session.state == "leased" and session.next_index == 0
+    assert session.last_frame_sequence is None
+    assert session.identity == ("task", "attempt")
+    lease = session.lease_response(replayed=True)
+    assert (lease.session_id, lease.task_id, lease.attempt_id, lease.replayed) == ("s1", "task", "attempt", True)
+
+
+def test_the_last_frame_sequence_is_the_index_of_the_newest_frame() -> None:
+    session = Session("s1", "task", "attempt", desktop=None)
+    for count in range(1, 5):
+        session.frames.append(FrameInfo(sequence=count - 1, sha256="0" * 64, width=8, height=6, size=1))
+        assert session.last_frame_sequence == count - 1
+
+
+def test_two_leases_are_two_sessions_even_with_equal_fields() -> None:
+    lock = asyncio.Lock()
+    first = Session("s1", "task", "attempt", desktop=None, lock=lock)
+    second = Session("s1", "task", "attempt", desktop=None, lock=lock)
+    assert first != second and first == first
+    assert len({first, second}) == 2  # hashable by identity: usable as a key
+
+
+def test_status_follows_the_session_frame_by_frame(env: Env) -> None:
+    async def play() -> list[tuple[int, int | None]]:
+        client = env.client
+        lease = await client.lease("task-z", f"attempt-{next(env.ids)}")
+        seen = [await client.status()]
+        reset = await client.reset(lease.session_id)
+        seen.append(await client.status())
+        expected = reset.next_index
+        for turn in range(3):
+            batch = (ACTION_ADAPTER.validate_python({"type": "move", "x": turn, "y": 1}),)
+            request_id = action_request_id(lease.attempt_id, f"toolu_{turn}", 0)
+            result = await client.actions(lease.session_id, request_id, expected, batch)
+            expected = result.next_index
+            seen.append(await client.status())
+        await client.release(lease.session_id)
+        return [(s.next_index, s.last_frame_sequence) for s in seen]
+
+    env.fake.clear()
+    assert env.runner.run(play()) == [(0, None), (0, 0), (1, 1), (2, 2), (3, 3)]
 
 
 actions = st.one_of(
