@@ -10,7 +10,6 @@ Python object) yields one of the two results.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -300,7 +299,9 @@ def _unknown_key(name: str) -> str:
 def _seconds(value: object, path: str, display: DisplaySize) -> list[Problem]:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return [Problem(path, f"must be a number of seconds, got {_kind(value)}")]
-    if not (math.isfinite(value) and 0 < value <= MAX_WAIT_SECONDS):
+    # Compared directly, without converting an integer to float (10**400 would overflow);
+    # NaN fails every comparison and infinity exceeds the maximum, so both are refused too.
+    if not 0 < value <= MAX_WAIT_SECONDS:
         return [
             Problem(
                 path,
