@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import random
-from decimal import Decimal
+from decimal import ROUND_UP, Context, Decimal, localcontext
 from pathlib import Path
 
 import pytest
@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from autocad_bench.costs import (
     PRICING_ENV,
+    USD_QUANTUM,
     CostLedger,
     ModelPrice,
     PricingContract,
     PricingError,
+    ResolvedPrice,
     ResponseCost,
     cost_of,
     default_pricing,
@@ -26,6 +28,8 @@ from autocad_bench.costs import (
     infrastructure_cost,
     load_pricing,
     price_for,
+    price_response,
+    quantize_usd,
 )
 from autocad_bench.errors import ConfigError
 from autocad_bench.providers.models import TokenUsage
@@ -345,3 +349,254 @@ def test_hourly_rate_lookup_and_conservative_fallback() -> None:
     unknown = hourly_rate("p5.48xlarge", prices)
     assert unknown.priced_by_fallback
     assert unknown.hourly_usd == max(D(str(v)) for v in prices.infrastructure_hourly_usd.values()) > 0
+
+
+# -- the arithmetic of one response, category by category --------------------------------------
+
+AS_OF = datetime.date(2026, 3, 4)
+
+
+def custom(threshold: int | None = 1_000_000, **rates: str) -> ResolvedPrice:
+    """A made-up model whose every rate differs, so a category priced at a wrong rate shows."""
+    fields: dict[str, object] = {
+        "input": D("1"),
+        "cached_input": D("0.1"),
+        "cache_write": D("1.25"),
+        "output": D("5"),
+        "server_hour": D("3.6"),
+        "long_context_threshold_tokens": threshold,
+    }
+    if threshold is not None:
+        fields |= {"long_context_input_multiplier": D("2"), "long_context_output_multiplier": D("3")}
+    fields |= {name: D(value) for name, value in rates.items()}
+    contract = PricingContract(as_of=AS_OF, models={"custom-model": ModelPrice.model_validate(fields)})
+    return price_for("custom-model", contract)
+
+
+def test_every_category_is_charged_at_its_own_rate_and_summed() -> None:
+    spend = usage(input_tokens=100_000, cached_input_tokens=200_000, cache_write_tokens=300_000, output_tokens=40_000)
+    spend = spend.model_copy(update={"server_seconds": 10.0})
+    cost = price_response(custom(), spend)
+    assert cost.model == "custom-model"
+    assert cost.usage == spend
+    assert cost.input_usd == D("0.1")  # 100K x $1/M
+    assert cost.cached_input_usd == D("0.02")  # 200K x $0.1/M
+    assert cost.cache_write_usd == D("0.375")  # 300K x $1.25/M
+    assert cost.output_usd == D("0.2")  # 40K x $5/M
+    assert cost.server_usd == D("0.01")  # 10 s x $3.6/h
+    assert cost.total_usd == D("0.705")
+    assert str(cost.total_usd) == "0.705000000000"  # quantized to a picodollar
+    assert not cost.long_context and not cost.priced_by_fallback
+    assert cost.pricing_as_of == AS_OF
+    assert cost_of("custom-model", spend, PricingContract(as_of=AS_OF, models={"custom-model": custom().price})) == cost
+
+
+def test_long_context_premium_starts_one_token_above_the_threshold() -> None:
+    at = usage(input_tokens=400, cached_input_tokens=300, cache_write_tokens=300, output_tokens=1_000)
+    at = at.model_copy(update={"server_seconds": 1000.0})
+    base = price_response(custom(threshold=1_000), at)
+    assert not base.long_context
+    assert (base.input_usd, base.cached_input_usd, base.cache_write_usd, base.output_usd) == (
+        D("0.0004"),
+        D("0.00003"),
+        D("0.000375"),
+        D("0.005"),
+    )
+    assert base.server_usd == D(1)
+    assert base.total_usd == D("1.005805")
+
+    above = price_response(custom(threshold=1_000), at.model_copy(update={"input_tokens": 401}))
+    assert above.long_context
+    assert (above.input_usd, above.cached_input_usd, above.cache_write_usd, above.output_usd) == (
+        D("0.000802"),  # 401 x $1/M x 2
+        D("0.00006"),  # 300 x $0.1/M x 2
+        D("0.00075"),  # 300 x $1.25/M x 2
+        D("0.015"),  # 1,000 x $5/M x 3
+    )
+    assert above.server_usd == D(1)  # server time never pays the premium
+    assert above.total_usd == D("1.016612")
+    # Each input category counts towards the threshold.
+    for field in ("cached_input_tokens", "cache_write_tokens"):
+        assert price_response(custom(threshold=1_000), at.model_copy(update={field: 301})).long_context
+
+
+def test_without_a_threshold_no_response_is_long_context() -> None:
+    cost = price_response(custom(threshold=None), usage(input_tokens=5_000_000, output_tokens=1))
+    assert not cost.long_context
+    assert cost.input_usd == D(5) and cost.output_usd == D("0.000005")
+
+
+def test_each_category_is_quantized_half_even_to_a_picodollar() -> None:
+    resolved = custom(input="0.0000025", cached_input="0.0000035", cache_write="0.0000015", output="0.0000005")
+    cost = price_response(resolved, usage(input_tokens=1, cached_input_tokens=1, cache_write_tokens=1, output_tokens=1))
+    assert cost.input_usd == D("0.000000000002")  # 2.5e-12 rounds to even
+    assert cost.cached_input_usd == D("0.000000000004")  # 3.5e-12 rounds to even
+    assert cost.cache_write_usd == D("0.000000000002")  # 1.5e-12
+    assert cost.output_usd == D("0")  # 0.5e-12
+    assert cost.total_usd == D("0.000000000008")
+
+
+def test_server_time_is_billed_per_hour_and_the_total_is_quantized() -> None:
+    cost = price_response(custom(server_hour="1"), TokenUsage(server_seconds=1.0))
+    with localcontext(Context(prec=60)):
+        assert cost.server_usd == D(1) / D(3600)  # exact to sixty digits; only the total is quantized
+    assert cost.total_usd == D("0.000277777778")
+    assert price_response(custom(server_hour="7.2"), TokenUsage(server_seconds=0.5)).total_usd == D("0.001")
+
+
+def test_response_cost_defaults() -> None:
+    cost = ResponseCost(
+        model="m",
+        usage=TokenUsage(),
+        input_usd=D(0),
+        cached_input_usd=D(0),
+        cache_write_usd=D(0),
+        output_usd=D(0),
+        total_usd=D(0),
+        pricing_as_of=AS_OF,
+    )
+    assert cost.server_usd == 0
+    assert cost.long_context is False
+    assert cost.priced_by_fallback is False
+
+
+# -- quantization -------------------------------------------------------------------------------
+
+
+def test_quantize_usd_rounds_half_even_whatever_the_callers_context() -> None:
+    assert str(USD_QUANTUM) == "1E-12"
+    assert str(quantize_usd(D("0.0000000000025"))) == "2E-12"
+    assert str(quantize_usd(D("0.0000000000035"))) == "4E-12"
+    assert str(quantize_usd(D("0.00000000000250001"))) == "3E-12"
+    assert str(quantize_usd(D("1.5"))) == "1.500000000000"
+    assert str(quantize_usd(D(7))) == "7.000000000000"
+    assert str(quantize_usd(D("-0"))) == "0E-12"  # never a negative zero
+    assert str(quantize_usd(D("-0E-20"))) == "0E-12"
+    assert str(quantize_usd(D("-2.5"))) == "-2.500000000000"
+    with localcontext(Context(prec=3, rounding=ROUND_UP)):
+        assert str(quantize_usd(D("123.4567890000004"))) == "123.456789000000"
+        assert str(infrastructure_cost(1.0, D(1))) == "0.000277777778"
+
+
+def test_ledger_sums_in_a_sixty_digit_context_whatever_the_callers_context() -> None:
+    big = CostLedger(total_usd=D("1e29"))
+    tiny = CostLedger(total_usd=D("1e-30"))
+    with localcontext(Context(prec=200)):
+        exact = big.merge(tiny).total_usd  # 60 significant digits: exact
+        rounded = CostLedger(total_usd=D("1e30")).merge(tiny).total_usd  # 61 digits: rounded
+    assert exact == D("100000000000000000000000000000.000000000000000000000000000001")
+    assert rounded == D("1e30")
+    with localcontext(Context(prec=3)):
+        assert big.merge(tiny).total_usd == exact
+
+
+# -- the ledger ---------------------------------------------------------------------------------
+
+
+def test_an_empty_ledger_is_all_zero_and_counts_are_never_negative() -> None:
+    empty = CostLedger()
+    assert empty.responses == 0 and empty.usage == TokenUsage()
+    assert (empty.input_usd, empty.cached_input_usd, empty.cache_write_usd, empty.output_usd) == (D(0),) * 4
+    assert empty.total_usd == 0
+    assert (empty.long_context_responses, empty.fallback_priced_responses, empty.fallback_priced_models) == (0, 0, ())
+    for field in ("responses", "long_context_responses", "fallback_priced_responses"):
+        assert getattr(CostLedger.model_validate({field: 0}), field) == 0
+        with pytest.raises(ValueError, match="greater than or equal to 0"):
+            CostLedger.model_validate({field: -1})
+
+
+def test_ledger_add_counts_one_response_with_its_flags() -> None:
+    prices = default_pricing()
+    listed = cost_of("gpt-5.4", usage(input_tokens=272_001, cached_input_tokens=3, output_tokens=100), prices)
+    unlisted = cost_of("zz-unlisted", usage(input_tokens=10, cache_write_tokens=20, output_tokens=5), prices)
+    one = CostLedger().add(listed)
+    assert one.responses == 1
+    assert one.usage == listed.usage
+    assert (one.input_usd, one.cached_input_usd, one.cache_write_usd, one.output_usd, one.total_usd) == (
+        listed.input_usd,
+        listed.cached_input_usd,
+        listed.cache_write_usd,
+        listed.output_usd,
+        listed.total_usd,
+    )
+    assert (one.long_context_responses, one.fallback_priced_responses, one.fallback_priced_models) == (1, 0, ())
+    two = one.add(unlisted)
+    assert two.responses == 2
+    assert (two.long_context_responses, two.fallback_priced_responses) == (1, 1)
+    assert two.fallback_priced_models == ("zz-unlisted",)
+    assert two.cache_write_usd == unlisted.cache_write_usd
+    assert two.total_usd == listed.total_usd + unlisted.total_usd
+    assert one.responses == 1  # add returns a new ledger
+
+
+def test_ledger_merge_adds_every_field() -> None:
+    first = CostLedger(
+        responses=2,
+        usage=TokenUsage(input_tokens=1, cached_input_tokens=2, cache_write_tokens=3, output_tokens=4),
+        input_usd=D("0.5"),
+        cached_input_usd=D("0.25"),
+        cache_write_usd=D("0.125"),
+        output_usd=D("4"),
+        total_usd=D("0.5"),
+        long_context_responses=2,
+        fallback_priced_responses=2,
+        fallback_priced_models=("m-model", "b-model"),
+    )
+    second = CostLedger(
+        responses=3,
+        usage=TokenUsage(input_tokens=10, cached_input_tokens=20, cache_write_tokens=30, output_tokens=40),
+        input_usd=D("0.25"),
+        cached_input_usd=D("0.5"),
+        cache_write_usd=D("3"),
+        output_usd=D("0.125"),
+        total_usd=D("0.25"),
+        long_context_responses=3,
+        fallback_priced_responses=3,
+        fallback_priced_models=("c-model", "b-model"),
+    )
+    merged = first.merge(second)
+    assert merged == CostLedger(
+        responses=5,
+        usage=TokenUsage(input_tokens=11, cached_input_tokens=22, cache_write_tokens=33, output_tokens=44),
+        input_usd=D("0.75"),
+        cached_input_usd=D("0.75"),
+        cache_write_usd=D("3.125"),
+        output_usd=D("4.125"),
+        total_usd=D("0.75"),
+        long_context_responses=5,
+        fallback_priced_responses=5,
+        fallback_priced_models=("b-model", "c-model", "m-model"),
+    )
+    assert second.merge(first) == merged
+
+
+# -- infrastructure: what is rejected and why --------------------------------------------------
+
+
+def test_infrastructure_cost_accepts_zero_and_fractions() -> None:
+    assert infrastructure_cost(0.5, 0.5) == D("0.000069444444")
+    assert infrastructure_cost(0.5, D("7.2")) == D("0.001")
+    assert infrastructure_cost(7200, 0) == 0
+    assert infrastructure_cost(0.0, D(0)) == 0
+    assert infrastructure_cost(-0.0, 1.0) == 0
+
+
+@pytest.mark.parametrize(
+    ("seconds", "rate", "message"),
+    [
+        (float("nan"), 1.0, "vm_seconds must be finite, got nan"),
+        (float("-inf"), 1.0, "vm_seconds must be finite, got -inf"),
+        (1.0, float("inf"), "hourly_usd must be finite, got inf"),
+        (1.0, D("NaN"), "hourly_usd must be a finite amount >= 0, got Decimal('NaN')"),
+        (1.0, D("Infinity"), "hourly_usd must be a finite amount >= 0, got Decimal('Infinity')"),
+        (1.0, D("-Infinity"), "hourly_usd must be a finite amount >= 0, got Decimal('-Infinity')"),
+        (1.0, D("-1"), "hourly_usd must be a finite amount >= 0, got Decimal('-1')"),
+        (1.0, D("-0.5"), "hourly_usd must be a finite amount >= 0, got Decimal('-0.5')"),
+        (-0.5, 1.0, "vm_seconds must be a finite amount >= 0, got -0.5"),
+        (1.0, -1e-9, "hourly_usd must be a finite amount >= 0, got -1e-09"),
+    ],
+)
+def test_infrastructure_cost_names_the_bad_input(seconds: float, rate: float | Decimal, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        infrastructure_cost(seconds, rate)
+    assert str(caught.value) == message
