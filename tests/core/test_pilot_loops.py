@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,20 @@ from autocad_bench.errors import ConfigError
 async def _thread_name() -> str:
     await asyncio.sleep(0)
     return threading.current_thread().name
+
+
+def _sleeper(started: threading.Event, cancelled: threading.Event) -> Callable[[], Coroutine[Any, Any, None]]:
+    """A pilot stand-in that says when it runs and when it is cancelled."""
+
+    async def pilot() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    return pilot
 
 
 def test_coroutines_run_on_the_shared_loops_in_turn() -> None:
@@ -41,14 +57,7 @@ def test_a_result_and_an_error_reach_the_awaiting_loop() -> None:
 
 def test_cancelling_the_waiter_cancels_the_pilot_on_its_shared_loop() -> None:
     started, cancelled = threading.Event(), threading.Event()
-
-    async def pilot() -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+    pilot = _sleeper(started, cancelled)
 
     async def main(loops: SharedLoops) -> None:
         waiter = asyncio.ensure_future(loops.run(pilot()))
@@ -65,14 +74,7 @@ def test_cancelling_the_waiter_cancels_the_pilot_on_its_shared_loop() -> None:
 
 def test_close_cancels_what_still_runs_joins_the_threads_and_refuses_more() -> None:
     started, cancelled = threading.Event(), threading.Event()
-
-    async def pilot() -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+    pilot = _sleeper(started, cancelled)
 
     loops = SharedLoops(2, name="t-close")
     future = loops.submit(pilot())
