@@ -178,7 +178,11 @@ def test_a_node_removed_mid_batch_loses_its_rollouts_which_the_rerun_replaces(
         tmp_path: Path, ray_cluster: RayCluster, restores_the_worker_node: None) -> None:
     """Removes the worker node; the rerun runs on the node that is left; a fresh worker node
     joins at the end so the module's other tests still see two nodes."""
-    rollouts = [reference_rollout(f"slow-{i}", "part-plate-four-holes", latency_s=1.0, model=f"reference-{i}")
+    # Four seconds per model turn: after its first action batch a rollout still has five turns
+    # (20 s and more) to go, longer than the four desktops of a loaded 2-CPU machine take to
+    # start apart; so both rollouts on the worker are mid-rollout when it is removed. (At one
+    # second per turn, a rollout placed first could finish before the last one started.)
+    rollouts = [reference_rollout(f"slow-{i}", "part-plate-four-holes", latency_s=4.0, model=f"reference-{i}")
                 for i in range(4)]
     config = ray_config(tmp_path, ray_cluster.address, rollouts, heartbeat_s=1, desktop_ttl_s=60)
     out = tmp_path / "out"
@@ -200,6 +204,9 @@ def test_a_node_removed_mid_batch_loses_its_rollouts_which_the_rerun_replaces(
             time.sleep(0.1)
         lost = {r for r, node in placed.items() if worker_node.startswith(node)}
         assert len(lost) == 2, placed
+        # Six model turns in the script: a rollout at its fifth could end before the node does.
+        turns = {r: RolloutPaths(out / "rollouts" / r).model_turns.read_text().count("\n") for r in lost}
+        assert all(n < 5 for n in turns.values()), f"a rollout on the worker was nearly done: {turns}"
         ray_cluster.cluster.remove_node(worker, allow_graceful=False)
         ray_cluster.workers.remove(worker)
         controller.communicate(timeout=400)

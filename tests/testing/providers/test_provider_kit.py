@@ -9,7 +9,9 @@ failure whose message names it. The healthy provider passes the whole kit the sa
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from autocad_bench_bedrock.provider import BedrockProvider
@@ -84,20 +86,35 @@ CASES = [
 ]
 
 
-def run_kit(pytester: pytest.Pytester, module: str, name: str, selection: str | None) -> pytest.RunResult:
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_kit(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, module: str, name: str,
+            selection: str | None) -> pytest.RunResult:
+    """Runs the kit in its own Python process.
+
+    Not in-process: pytester then removes every module the inner session imported, and
+    libraries that cache classes of a lazily imported module (httpx2 keeps a map of
+    httpcore2's exception classes in a module global) keep the removed classes. The next
+    session's re-imported exceptions then escape unmapped and the kit fails for reasons of
+    this test, not of the provider.
+    """
     pytester.makepyfile(test_kit=SUITE.format(module=module, name=name))
+    # The broken providers live in this repository's tests package.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     # No asyncio plugin and no timeout plugin: the kit must not depend on either.
-    args = ["-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:timeout", "-q"]
+    args = ["-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:timeout", "-p", "no:xdist", "-q"]
     if selection is not None:
         args += ["-k", selection]
-    return pytester.runpytest(*args)
+    return pytester.runpytest_subprocess(*args, timeout=300)
 
 
 @pytest.mark.parametrize(("broken", "selection", "rule", "detail"), CASES, ids=[c[0] for c in CASES])
 def test_a_broken_provider_fails_the_kit_naming_the_rule(
-    pytester: pytest.Pytester, broken: str, selection: str, rule: str, detail: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str, selection: str, rule: str, detail: str
 ) -> None:
-    result = run_kit(pytester, BROKEN, broken, selection)
+    result = run_kit(pytester, monkeypatch, BROKEN, broken, selection)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()
     text = result.stdout.str()
@@ -109,8 +126,9 @@ def test_every_rule_has_a_planted_fault() -> None:
     assert {case[2] for case in CASES} == set(RULES)
 
 
-def test_the_healthy_provider_passes_the_whole_kit_without_repository_settings(pytester: pytest.Pytester) -> None:
-    result = run_kit(pytester, "autocad_bench_openai.provider", "OpenaiProvider", None)
+def test_the_healthy_provider_passes_the_whole_kit_without_repository_settings(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run_kit(pytester, monkeypatch, "autocad_bench_openai.provider", "OpenaiProvider", None)
     text = result.stdout.str()
     assert not re.search(r"\d+ (failed|error)", text), text
     assert result.parseoutcomes().get("passed", 0) >= 40, text
