@@ -12,13 +12,12 @@ from autocad_bench_evaluator.scoring.matching import (
     _assign,
     _Component,
     _credit,
+    _credit_1d,
     _defects,
     _dice,
     _dist,
     _layer_diff,
     _Match,
-    _prune_1d,
-    _size_tol,
 )
 from autocad_bench_evaluator.scoring.report import _r
 from autocad_bench_evaluator.spec import Tolerance
@@ -64,12 +63,7 @@ def _dimensions(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]
         gv, cv = g.sizes[name], c.sizes[name]
         size_g += len(gv)
         size_c += len(cv)
-        if len(gv) == 0 or len(cv) == 0:
-            continue
-        cidx = _prune_1d(gv, cv)
-        cvs = cv[cidx]
-        err = np.abs(gv[:, None] - cvs[None, :]) / _size_tol(tol, gv)[:, None]
-        size_credit += _assign(_credit(err), err).credit
+        size_credit += _credit_1d(gv, cv, tol.geometric)
     if size_g + size_c:
         part = _dice(size_credit, size_g, size_c)
         parts.append(part)

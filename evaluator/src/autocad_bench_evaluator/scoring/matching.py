@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import linear_sum_assignment, linprog
+from scipy.sparse import coo_matrix
 from scipy.spatial import cKDTree
 
 from autocad_bench_evaluator.scoring.constants import CREDIT_FALLOFF
@@ -108,8 +109,68 @@ def _defects(credit: float, n_gold: int, n_cand: int) -> float:
     return max(0.0, n_gold + n_cand - 2.0 * credit)
 
 
-def _prune_1d(gold: Array, cand: Array) -> Index:
-    if len(gold) * len(cand) <= _PRUNE_PRODUCT:
+def _credit_1d(gold: Array, cand: Array, tol: float, limit: int = _PRUNE_PRODUCT) -> float:
+    """Summed credit of the best one-to-one matching of two multisets of sizes, a pair earning
+    ``_credit(|g - c| / tol)``.
+
+    Exact whatever the sizes repeat: the sorted values split wherever two neighbours lie at
+    least the credit's reach apart (no pair across such a gap earns anything), a group whose
+    values all lie within ``tol`` of each other earns ``min(gold, candidate)`` outright, and the
+    other groups are matched optimally. Only a group too big to match in full (more pairs than
+    ``limit``) is matched as sizes with counts, and only one with more than ``limit`` pairs of
+    distinct sizes too (a pathological drawing) keeps each gold size's nearest candidates.
+    (Pruning the whole problem by rank lost most of the credit of sizes that repeat: a grid of
+    36 equal holes scored 0.46 on its own spacings.)
+    """
+    if len(gold) == 0 or len(cand) == 0:
+        return 0.0
+    values = np.concatenate([gold, cand])
+    is_cand = np.concatenate([np.zeros(len(gold), dtype=bool), np.ones(len(cand), dtype=bool)])
+    order = np.argsort(values, kind="stable")
+    v, c = values[order], is_cand[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(v) >= (1.0 + CREDIT_FALLOFF) * tol) + 1])
+    ends = np.concatenate([starts[1:], [len(v)]])
+    n_cand = np.add.reduceat(c.astype(np.int64), starts)
+    n_gold = (ends - starts) - n_cand
+    tight = v[ends - 1] - v[starts] <= tol
+    total = float(np.minimum(n_gold, n_cand)[tight].sum())
+    for b in np.flatnonzero(~tight & (n_gold > 0) & (n_cand > 0)):
+        block_v, block_c = v[starts[b] : ends[b]], c[starts[b] : ends[b]]
+        total += _block_credit_1d(block_v[~block_c], block_v[block_c], tol, limit)
+    return total
+
+
+def _block_credit_1d(gold: Array, cand: Array, tol: float, limit: int) -> float:
+    if len(gold) * len(cand) <= limit:
+        err = np.abs(gold[:, None] - cand[None, :]) / tol
+        return _assign(_credit(err), err).credit
+    # Many items, few distinct sizes (a grid's spacings, a hatch of equal lines): the matching
+    # of sizes with their counts is a transportation problem, whose linear programme has an
+    # integral optimum; its value is the best matching's credit.
+    gv, g_count = np.unique(gold, return_counts=True)
+    cv, c_count = np.unique(cand, return_counts=True)
+    if len(gv) * len(cv) > limit:
+        kept = cand[_prune_1d(gold, cand, limit)]
+        err = np.abs(gold[:, None] - kept[None, :]) / tol
+        return _assign(_credit(err), err).credit
+    credit = _credit(np.abs(gv[:, None] - cv[None, :]) / tol)
+    rows, cols = np.nonzero(credit > 0.0)
+    if len(rows) == 0:
+        return 0.0
+    n = len(rows)
+    constraints = coo_matrix(
+        (np.ones(2 * n), (np.concatenate([rows, len(gv) + cols]), np.concatenate([np.arange(n), np.arange(n)]))),
+        shape=(len(gv) + len(cv), n),
+    )
+    result = linprog(-credit[rows, cols], A_ub=constraints.tocsr(), b_ub=np.concatenate([g_count, c_count]),
+                     bounds=(0, None), method="highs")
+    if not result.success:  # pragma: no cover - a bounded, feasible programme always solves
+        raise RuntimeError(f"size matching failed: {result.message}")
+    return float(-result.fun)
+
+
+def _prune_1d(gold: Array, cand: Array, limit: int = _PRUNE_PRODUCT) -> Index:
+    if len(gold) * len(cand) <= limit:
         return np.arange(len(cand))
     order = np.argsort(cand, kind="stable")
     sorted_c = cand[order]

@@ -10,10 +10,10 @@ from autocad_bench_evaluator.scoring.matching import (
     _assign,
     _Component,
     _credit,
+    _credit_1d,
     _defects,
     _dice,
     _dist,
-    _prune_1d,
     _size_tol,
 )
 from autocad_bench_evaluator.scoring.report import _r
@@ -80,16 +80,15 @@ def _hole_patterns(gh: Array, ch: Array, tol: Tolerance) -> tuple[float, dict[st
     spacing_credit = 0.0
     spacing_g = spacing_c = 0
     for lo, hi in classes:
-        g = _first_holes(gh[(gh[:, 2] >= lo) & (gh[:, 2] <= hi)])
-        c = _first_holes(ch[(ch[:, 2] >= lo) & (ch[:, 2] <= hi)])
-        count_credit += min(len(g), len(c))
+        in_g = gh[(gh[:, 2] >= lo) & (gh[:, 2] <= hi)]
+        in_c = ch[(ch[:, 2] >= lo) & (ch[:, 2] <= hi)]
+        # every hole counts; only the spacings are taken over a bounded subset
+        count_credit += min(len(in_g), len(in_c))
+        g, c = _first_holes(in_g), _first_holes(in_c)
         dg, dc = _spacings(g), _spacings(c)
         spacing_g += len(dg)
         spacing_c += len(dc)
-        if len(dg) and len(dc):
-            cidx = _prune_1d(dg, dc)
-            err = np.abs(dg[:, None] - dc[cidx][None, :]) / _size_tol(tol, dg)[:, None]
-            spacing_credit += _assign(_credit(err), err).credit
+        spacing_credit += _credit_1d(dg, dc, tol.geometric)
     counts = _dice(count_credit, len(gh), len(ch))
     defects = _defects(count_credit, len(gh), len(ch))
     parts = [counts]

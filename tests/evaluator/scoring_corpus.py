@@ -1,0 +1,477 @@
+"""A corpus of named gold/candidate pairs for the scoring components, and their pinned reports.
+
+Each case changes one thing of a drawing that holds every scoreable kind (segments, arcs,
+circles, points, curves, hatches, block references, texts, dimensions of every family, closed
+profiles drawn as polylines and as chains of lines, hole patterns of two radii, layer
+properties, 3D bodies) by an amount chosen to land inside the tolerance, in the credit falloff
+(normalised error between 1 and 1.5) or beyond it, and is scored under the spec variants in
+:data:`SPECS`. ``tests/evaluator/data/scoring_components.json`` pins every number of every
+report; ``test_scoring_components.py`` compares, and checks a subset of the pinned numbers
+against values derived by hand from the documented rules, so the pins are not merely whatever
+the code printed once.
+
+Regenerate after an intended scoring change (and review the diff, case by case)::
+
+    uv run python -m tests.evaluator.scoring_corpus --write
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autocad_bench_evaluator.metadata import (
+    ArcEntity,
+    CircleEntity,
+    DimensionEntity,
+    DrawingMetadata,
+    EllipseEntity,
+    Entity,
+    Extents3D,
+    HatchEntity,
+    InsertEntity,
+    LayerInfo,
+    LineEntity,
+    Physical3D,
+    PointEntity,
+    PolylineEntity,
+    SourceInfo,
+    SpaceInfo,
+    SplineEntity,
+    TextEntity,
+    extents_of,
+)
+from autocad_bench_evaluator.scoring import ScoreReport, score_drawing
+from autocad_bench_evaluator.spec import ComponentWeights, ScoringSpec, Tolerance
+
+SNAPSHOT = Path(__file__).parent / "data" / "scoring_components.json"
+VERSION = "v-corpus"
+
+Mutator = Callable[[list[Entity]], list[Entity]]
+
+
+# --------------------------------------------------------------------------- the gold drawing
+
+
+def gold_entities() -> list[Entity]:
+    """Every scoreable kind once or more, on named layers."""
+    return [
+        PolylineEntity(vertices=((0, 0), (100, 0), (100, 50), (0, 50)), closed=True, layer="OUTLINE"),
+        *[CircleEntity(center=(20 + 20 * i, 25), radius=4, layer="HOLES") for i in range(4)],
+        CircleEntity(center=(10, 10), radius=2.5, layer="HOLES"),
+        CircleEntity(center=(90, 10), radius=2.5, layer="HOLES"),
+        # an open chain and a closed triangle of LINEs
+        LineEntity(start=(0, 60), end=(50, 60), layer="CENTER"),
+        LineEntity(start=(50, 60), end=(50, 80), layer="CENTER"),
+        LineEntity(start=(120, 0), end=(150, 0)),
+        LineEntity(start=(150, 0), end=(135, 25)),
+        LineEntity(start=(135, 25), end=(120, 0)),
+        ArcEntity(center=(200, 20), radius=10, start_angle=0, end_angle=90, layer="OUTLINE"),
+        PolylineEntity(vertices=((160, 40), (180, 40), (190, 50)), bulges=(0.5, 0.0), layer="OUTLINE"),
+        EllipseEntity(center=(220, 60), major_axis=(15, 0), ratio=0.5, layer="OUTLINE"),
+        EllipseEntity(center=(260, 60), major_axis=(0, 10), ratio=0.4, start_param=0.0, end_param=math.pi,
+                      layer="OUTLINE"),
+        SplineEntity(points=((0, 100), (10, 110), (20, 100), (30, 110)), control_points=((0, 100), (30, 110)),
+                     layer="OUTLINE"),
+        SplineEntity(points=((40, 100), (60, 100), (60, 120), (40, 120)), closed=True, layer="OUTLINE"),
+        PointEntity(location=(95, 45), layer="MARKS"),
+        PointEntity(location=(5, 5), layer="MARKS"),
+        TextEntity(content="PLATE A", insert=(5, 42), height=3, layer="TEXT"),
+        TextEntity(content="Rev  B", insert=(60, 42), height=2.5, rotation=90, layer="TEXT", source="MTEXT"),
+        HatchEntity(pattern="SOLID", solid=True, boundaries=(((120, 40), (140, 40), (140, 60), (120, 60)),),
+                    layer="HATCH"),
+        HatchEntity(pattern="ANSI31", boundaries=(((150, 40), (170, 40), (160, 60)),), layer="HATCH"),
+        InsertEntity(block="BOLT", insert=(150, 80), rotation=30, layer="PARTS",
+                     exploded=(CircleEntity(center=(150, 80), radius=1.5, layer="PARTS"),
+                               LineEntity(start=(148, 80), end=(152, 80), layer="PARTS"))),
+        InsertEntity(block="NUT", insert=(170, 80), scale=(2.0, 2.0, 1.0), layer="PARTS"),
+        DimensionEntity(dimtype="linear", measurement=100, defpoints=((0, -10), (0, 0), (100, 0)), layer="DIMS"),
+        DimensionEntity(dimtype="aligned", measurement=math.hypot(15, 25),
+                        defpoints=((160, 10), (150, 0), (135, 25)), layer="DIMS"),
+        DimensionEntity(dimtype="radius", measurement=4, defpoints=((20, 25), (24, 25)), layer="DIMS"),
+        DimensionEntity(dimtype="diameter", measurement=5, defpoints=((7.5, 10), (12.5, 10)), layer="DIMS"),
+        DimensionEntity(dimtype="angular", measurement=90, defpoints=((200, 20), (210, 20), (200, 30)),
+                        layer="DIMS"),
+    ]
+
+
+LAYERS = (
+    LayerInfo(name="OUTLINE", color=1),
+    LayerInfo(name="HOLES", color=3, linetype="HIDDEN"),
+    LayerInfo(name="CENTER", color=5, linetype="CENTER"),
+    LayerInfo(name="TEXT", color=2),
+    LayerInfo(name="DIMS", color=4),
+    LayerInfo(name="HATCH", color=8),
+    LayerInfo(name="PARTS", color=6),
+    LayerInfo(name="MARKS", color=7),
+)
+
+
+def drawing(entities: list[Entity], *, layers: tuple[LayerInfo, ...] = LAYERS,
+            physical: Physical3D | None = None, units: int | None = None) -> DrawingMetadata:
+    ents = tuple(entities)
+    return DrawingMetadata(
+        schema_version=4 if physical is not None else 3,
+        source=SourceInfo(format="dxf", sha256="0" * 64, size=0, units=units),
+        layers=layers,
+        model=SpaceInfo(name="Model", entities=ents),
+        extents=extents_of(ents),
+        physical_3d=physical,
+    )
+
+
+# --------------------------------------------------------------------------- perturbations
+
+
+def _replace(index: int, **update: Any) -> Mutator:
+    def mutate(ents: list[Entity]) -> list[Entity]:
+        out = list(ents)
+        out[index] = out[index].model_copy(update=update)
+        return out
+    return mutate
+
+
+def _drop(*indices: int) -> Mutator:
+    return lambda ents: [e for i, e in enumerate(ents) if i not in indices]
+
+
+def _add(*extra: Entity) -> Mutator:
+    return lambda ents: [*ents, *extra]
+
+
+def _shift(dx: float, dy: float) -> Mutator:
+    def mutate(ents: list[Entity]) -> list[Entity]:
+        return [shift_entity(e, dx, dy) for e in ents]
+    return mutate
+
+
+def shift_entity(e: Any, dx: float, dy: float) -> Any:
+    def p(pt: tuple[float, float]) -> tuple[float, float]:
+        return (pt[0] + dx, pt[1] + dy)
+    update: dict[str, Any] = {}
+    for name in ("start", "end", "center", "location", "insert"):
+        if hasattr(e, name):
+            update[name] = p(getattr(e, name))
+    for name in ("vertices", "points", "control_points", "fit_points", "defpoints"):
+        if hasattr(e, name):
+            update[name] = tuple(p(v) for v in getattr(e, name))
+    if isinstance(e, HatchEntity):
+        update["boundaries"] = tuple(tuple(p(v) for v in loop) for loop in e.boundaries)
+    if isinstance(e, InsertEntity):
+        update["exploded"] = tuple(shift_entity(s, dx, dy) for s in e.exploded)
+    return e.model_copy(update=update)
+
+
+def _move(index: int, dx: float, dy: float) -> Mutator:
+    def mutate(ents: list[Entity]) -> list[Entity]:
+        out = list(ents)
+        out[index] = shift_entity(out[index], dx, dy)
+        return out
+    return mutate
+
+
+def _then(*steps: Mutator) -> Mutator:
+    def mutate(ents: list[Entity]) -> list[Entity]:
+        for step in steps:
+            ents = step(ents)
+        return ents
+    return mutate
+
+
+# indices into gold_entities()
+RECT, HOLE0, HOLE3, SMALL0, SMALL1 = 0, 1, 4, 5, 6
+OPEN_A, OPEN_B, TRI_A, TRI_B, TRI_C = 7, 8, 9, 10, 11
+ARC, BULGE, ELLIPSE, ELLIPSE_ARC, SPLINE, SPLINE_CLOSED = 12, 13, 14, 15, 16, 17
+POINT_A, POINT_B, TEXT_A, TEXT_B, HATCH_SOLID, HATCH_PATTERN = 18, 19, 20, 21, 22, 23
+BOLT, NUT, DIM_LINEAR, DIM_ALIGNED, DIM_RADIUS, DIM_DIAMETER, DIM_ANGULAR = 24, 25, 26, 27, 28, 29, 30
+
+
+def _rect_as_lines(ents: list[Entity]) -> list[Entity]:
+    p = [(0.0, 0.0), (100.0, 0.0), (100.0, 50.0), (0.0, 50.0)]
+    lines: list[Entity] = [LineEntity(start=p[i], end=p[(i + 1) % 4], layer="OUTLINE") for i in range(4)]
+    return lines + ents[1:]
+
+
+def _grid(n: int, step: float, radius: float | None = None, jitter: float = 0.0) -> list[Entity]:
+    out: list[Entity] = []
+    side = math.isqrt(n - 1) + 1
+    for k in range(n):
+        x, y = 400 + (k % side) * step + (jitter if k % 7 == 0 else 0.0), (k // side) * step
+        out.append(CircleEntity(center=(x, y), radius=radius, layer="GRID") if radius else
+                   PointEntity(location=(x, y), layer="GRID"))
+    return out
+
+
+CASES: dict[str, Mutator] = {
+    "identical": lambda ents: list(ents),
+    "translated": _shift(37.3, -12.1),
+    "translated-small": _shift(0.3, 0.2),
+    "reversed-lines": _then(_replace(OPEN_A, start=(50, 60), end=(0, 60)),
+                            _replace(TRI_B, start=(135, 25), end=(150, 0))),
+    "rect-as-four-lines": _rect_as_lines,
+    "rect-corner-0.3": _replace(RECT, vertices=((0, 0), (100.3, 0), (100, 50), (0, 50))),
+    "rect-corner-0.6": _replace(RECT, vertices=((0, 0), (100.6, 0), (100, 50), (0, 50))),
+    "rect-corner-0.9": _replace(RECT, vertices=((0, 0), (100.9, 0), (100, 50), (0, 50))),
+    "rect-open": _replace(RECT, closed=False),
+    "hole-moved-0.4": _move(HOLE0, 0.4, 0.0),
+    "hole-moved-0.6": _move(HOLE0, 0.0, 0.6),
+    "hole-moved-0.7": _move(HOLE0, 0.6, 0.35),
+    "hole-moved-2": _move(HOLE0, 2.0, 0.0),
+    "hole-radius-0.6": _replace(HOLE0, radius=4.6),
+    "hole-radius-0.3": _replace(HOLE3, radius=3.7),
+    "hole-missing": _drop(HOLE3),
+    "two-holes-missing": _drop(HOLE0, SMALL1),
+    "hole-extra": _add(CircleEntity(center=(50, 40), radius=4, layer="HOLES")),
+    "hole-extra-other-radius": _add(CircleEntity(center=(50, 40), radius=6, layer="HOLES")),
+    "small-hole-radius-between": _replace(SMALL0, radius=2.8),
+    "hole-on-wrong-layer": _replace(HOLE0, layer="OUTLINE"),
+    "holes-on-layer-0": lambda ents: [e.model_copy(update={"layer": "0"}) if isinstance(e, CircleEntity) else e
+                                      for e in ents],
+    "line-end-0.6": _replace(OPEN_B, end=(50, 80.6)),
+    "line-end-0.8": _replace(OPEN_B, end=(50.5, 80.6)),
+    "line-split": _then(_drop(OPEN_A), _add(LineEntity(start=(0, 60), end=(25, 60), layer="CENTER"),
+                                            LineEntity(start=(25, 60), end=(50, 60), layer="CENTER"))),
+    "line-zero-length-extra": _add(LineEntity(start=(5, 5), end=(5, 5))),
+    "triangle-open": _replace(TRI_C, end=(121, 0)),
+    "triangle-gap-0.3": _replace(TRI_C, end=(120.3, 0)),
+    "triangle-apex-0.6": _then(_replace(TRI_B, end=(135, 25.6)), _replace(TRI_C, start=(135, 25.6))),
+    "arc-radius-0.6": _replace(ARC, radius=10.6),
+    "arc-end-angle": _replace(ARC, end_angle=93),
+    "arc-center-0.55": _move(ARC, 0.55, 0.0),
+    "arc-reversed": _replace(ARC, start_angle=90, end_angle=360),
+    "bulge-flipped": _replace(BULGE, bulges=(-0.5, 0.0)),
+    "bulge-0.55": _replace(BULGE, bulges=(0.55, 0.0)),
+    "ellipse-ratio": _replace(ELLIPSE, ratio=0.53),
+    "ellipse-moved-0.6": _move(ELLIPSE, 0.6, 0.0),
+    "ellipse-arc-full": _replace(ELLIPSE_ARC, end_param=2 * math.pi),
+    "spline-moved-0.6": _move(SPLINE, 0.0, 0.6),
+    "spline-far": _move(SPLINE, 0.0, 30.0),
+    "spline-closed-opened": _replace(SPLINE_CLOSED, closed=False),
+    "point-moved-0.6": _move(POINT_A, 0.6, 0.0),
+    "point-moved-1": _move(POINT_B, 0.0, 1.0),
+    "point-missing": _drop(POINT_B),
+    "text-moved-0.6": _move(TEXT_A, 0.6, 0.0),
+    "text-content": _replace(TEXT_A, content="PLATE B"),
+    "text-content-far": _replace(TEXT_A, content="XYZ"),
+    "text-case-space": _replace(TEXT_A, content="  plate   a "),
+    "text-height-0.2": _replace(TEXT_A, height=3.2),
+    "text-height-0.4": _replace(TEXT_A, height=3.4),
+    "text-rotation-0.6": _replace(TEXT_A, rotation=0.6),
+    "text-rotation-wrap": _replace(TEXT_A, rotation=359.8),
+    "text-rotation-420": _replace(TEXT_B, rotation=450.3),
+    "text-on-wrong-layer": _replace(TEXT_B, layer="DIMS"),
+    "text-missing": _drop(TEXT_B),
+    "text-empty": _replace(TEXT_B, content="   "),
+    "text-extra": _add(TextEntity(content="NOTE", insert=(5, 30), height=2, layer="TEXT")),
+    "hatch-pattern": _replace(HATCH_PATTERN, pattern="ANSI32"),
+    "hatch-solid-as-pattern": _replace(HATCH_SOLID, pattern="solid", solid=False),
+    "hatch-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140.6, 40), (140.6, 60), (120, 60)),)),
+    "hatch-moved-0.6": _move(HATCH_PATTERN, 0.6, 0.0),
+    "hatch-no-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),)),
+    "hatch-no-boundary": _replace(HATCH_SOLID, boundaries=()),
+    "hatch-two-loops": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40), (140, 60), (120, 60)),
+                                                         ((125, 45), (130, 45), (130, 50)))),
+    "insert-scale-0.0008": _replace(BOLT, scale=(1.0008, 1.0, 1.0)),
+    "insert-scale-0.0012": _replace(BOLT, scale=(1.0, 1.0012, 1.0)),
+    "insert-rotation-0.6": _replace(BOLT, rotation=30.6),
+    "insert-rotation-wrap": _replace(BOLT, rotation=390.2),
+    "insert-block-name": _replace(NUT, block="WASHER"),
+    "insert-block-case": _replace(NUT, block="nut"),
+    "insert-moved-0.6": _move(NUT, 0.6, 0.0),
+    "insert-exploded-missing": _replace(BOLT, exploded=()),
+    "dim-linear-0.6": _replace(DIM_LINEAR, measurement=100.6),
+    "dim-linear-0.3": _replace(DIM_LINEAR, measurement=99.7),
+    "dim-line-offset-0.6": _replace(DIM_LINEAR, defpoints=((0, -10.6), (0, 0), (100, 0))),
+    "dim-line-offset-3": _replace(DIM_LINEAR, defpoints=((0, -13), (0, 0), (100, 0))),
+    "dim-measured-elsewhere": _replace(DIM_LINEAR, defpoints=((0, 40), (0, 50), (100, 50))),
+    "dim-aligned-0.7": _replace(DIM_ALIGNED, measurement=math.hypot(15, 25) + 0.7),
+    "dim-radius-as-diameter": _replace(DIM_RADIUS, dimtype="diameter", measurement=8),
+    "dim-radius-wrong": _replace(DIM_RADIUS, measurement=4.3),
+    "dim-diameter-0.6": _replace(DIM_DIAMETER, measurement=5.6),
+    "dim-angular-0.3": _replace(DIM_ANGULAR, measurement=90.3),
+    "dim-angular-0.6": _replace(DIM_ANGULAR, measurement=90.6),
+    "dim-angular3p": _replace(DIM_ANGULAR, dimtype="angular3p"),
+    "dim-linear-as-angle": _replace(DIM_LINEAR, dimtype="angular"),
+    "dim-ordinate": _replace(DIM_LINEAR, dimtype="ordinate"),
+    "dim-no-measurement": _replace(DIM_DIAMETER, measurement=None),
+    "dim-no-defpoints": _replace(DIM_DIAMETER, defpoints=()),
+    "dim-missing": _drop(DIM_ALIGNED),
+    "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 0), (100, 0), (100, 50)),
+                                      layer="DIMS")),
+    "dims-all-missing": _drop(DIM_LINEAR, DIM_ALIGNED, DIM_RADIUS, DIM_DIAMETER, DIM_ANGULAR),
+    "dim-on-wrong-layer": _replace(DIM_RADIUS, layer="HOLES"),
+    "everything-on-layer-0": lambda ents: [e.model_copy(update={"layer": "0"}) for e in ents],
+    "half-the-drawing": lambda ents: ents[::2],
+    "empty": lambda ents: [],
+    "only-texts": lambda ents: [e for e in ents if isinstance(e, TextEntity)],
+    "duplicated": lambda ents: [*ents, *ents],
+    "hole-grid-70": _add(*_grid(70, 10.0, radius=1.0)),
+    "point-grid-600": _add(*_grid(600, 3.0)),
+}
+
+def _layers(name: str, **change: Any) -> tuple[LayerInfo, ...]:
+    return tuple(layer.model_copy(update=change) if layer.name == name else layer for layer in LAYERS)
+
+
+# Cases that change the layer table or the declared units instead of the entities:
+# (candidate layer table, gold $INSUNITS, candidate $INSUNITS).
+LAYER_CASES: dict[str, tuple[tuple[LayerInfo, ...], int | None, int | None]] = {
+    "layer-colour": (_layers("HOLES", color=9), None, None),
+    "layer-colour-negative": (tuple(layer.model_copy(update={"color": -layer.color}) for layer in LAYERS), None, None),
+    "layer-linetype": (_layers("CENTER", linetype="DASHED"), None, None),
+    "layer-holes-off": (_layers("HOLES", on=False), None, None),
+    "layer-text-frozen": (_layers("TEXT", frozen=True), None, None),
+    "layer-table-missing": ((), None, None),
+    "units-mismatch": (LAYERS, 4, 1),
+    "units-one-side": (LAYERS, None, 4),
+}
+
+
+# --------------------------------------------------------------------------- 3D bodies
+
+BOX = Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(40, 20, 10)), volume=7200.0,
+                 area=2800.0, centroid=(19.0, 10.0, 5.0), bodies=1, sources=("3DSOLID",))
+
+PHYSICAL_CASES: dict[str, Physical3D] = {
+    "solid-identical": BOX,
+    "solid-size-0.3": BOX.model_copy(update={"extents": Extents3D(min=(0, 0, 0), max=(40.3, 20, 10))}),
+    "solid-size-0.6": BOX.model_copy(update={"extents": Extents3D(min=(0, 0, 0), max=(40, 20.6, 10))}),
+    "solid-size-all": BOX.model_copy(update={"extents": Extents3D(min=(0, 0, 0), max=(40.6, 20.7, 9.4))}),
+    "solid-moved-0.6": BOX.model_copy(update={"extents": Extents3D(min=(0.6, 0, 0), max=(40.6, 20, 10)),
+                                              "centroid": (19.6, 10.0, 5.0)}),
+    "solid-volume": BOX.model_copy(update={"volume": 7200.0 + 1.2 * 0.5 * 1400}),
+    "solid-volume-far": BOX.model_copy(update={"volume": 9000.0}),
+    "solid-volume-open": BOX.model_copy(update={"volume": None}),
+    "solid-area": BOX.model_copy(update={"area": 2800.0 + 0.5 * 4 * 70 * 1.25}),
+    "solid-area-missing": BOX.model_copy(update={"area": None}),
+    "solid-centroid": BOX.model_copy(update={"centroid": (19.36, 10.48, 5.0)}),
+    "solid-centroid-mirrored": BOX.model_copy(update={"centroid": (21.0, 10.0, 5.0)}),
+    "solid-two-bodies": BOX.model_copy(update={"bodies": 2}),
+    "solid-mesh-stand-in": BOX.model_copy(update={"sources": ("MESH",)}),
+    "solid-body-too": BOX.model_copy(update={"sources": ("3DSOLID", "BODY")}),
+    "solid-none": Physical3D(status="none"),
+    "solid-unknown": BOX.model_copy(update={"status": "unknown", "reason": "an ACIS body could not be measured"}),
+    "solid-no-extents": BOX.model_copy(update={"extents": None}),
+}
+GOLD_NONE_CASES: dict[str, Physical3D] = {
+    "gold-none-candidate-none": Physical3D(status="none"),
+    "gold-none-candidate-box": BOX,
+}
+MESH_GOLD = BOX.model_copy(update={"sources": ("MESH",)})
+SURFACE_GOLD = BOX.model_copy(update={"sources": ("3DSOLID", "SURFACE")})
+
+
+# --------------------------------------------------------------------------- specs
+
+# Cases also scored with a tighter tolerance and with a looser one at fixed position.
+TOLERANCE_CASES = ("identical", "translated-small", "rect-corner-0.3", "hole-moved-0.4", "hole-radius-0.3",
+                   "small-hole-radius-between", "triangle-gap-0.3", "arc-center-0.55", "text-height-0.2",
+                   "text-rotation-0.6", "hatch-area", "insert-scale-0.0008", "dim-linear-0.3", "dim-angular-0.3",
+                   "line-end-0.8", "point-moved-1", "hole-grid-70", "spline-moved-0.6", "line-split")
+
+SPECS: dict[str, dict[str, Any]] = {
+    "free": {},
+    "fixed": {"position": "fixed"},
+    "tight": {"tolerance": Tolerance(geometric=0.25)},
+    "loose-fixed": {"position": "fixed", "tolerance": Tolerance(geometric=1.5)},
+}
+SOLID: dict[str, Any] = {"weights": ComponentWeights(extents3d=2.0)}
+EXTRA_SPECS: dict[str, dict[str, Any]] = {
+    "weights": {"weights": ComponentWeights(entities=3.0, dimensions=1.0, layers=0.5, topology=2.0, text=1.0)},
+    "baseline": {"baseline": 0.4},
+    "ignore-marks": {"ignore_layers": ("MARKS",)},
+    "required": {"required_layers": ("HOLES", "holes", "NOTES"), "required_text": ("plate a", "REV B", "missing")},
+}
+
+
+def score(gold: DrawingMetadata, cand: DrawingMetadata, spec: dict[str, Any], schema: int = 3) -> dict[str, Any]:
+    report: ScoreReport = score_drawing(gold, cand, ScoringSpec(task_id="corpus", schema_version=schema, **spec),
+                                        VERSION)
+    return report.model_dump(mode="json", exclude={"gold_sha256", "candidate_sha256"})
+
+
+Case = tuple[DrawingMetadata, DrawingMetadata, dict[str, Any], int]
+
+
+def cases() -> dict[str, Callable[[], Case]]:
+    """Every (case, spec) pair of the corpus, keyed ``case/spec``, built when called."""
+    out: dict[str, Callable[[], Case]] = {}
+
+    def put(key: str, gold: Callable[[], DrawingMetadata], cand: Callable[[], DrawingMetadata],
+            spec: dict[str, Any], schema: int = 3) -> None:
+        out[key] = lambda: (gold(), cand(), spec, schema)
+
+    def plain() -> DrawingMetadata:
+        return drawing(gold_entities())
+
+    def mutated(mutate: Mutator, **kw: Any) -> Callable[[], DrawingMetadata]:
+        return lambda: drawing(mutate(gold_entities()), **kw)
+
+    for name, mutate in CASES.items():
+        for spec_name in ("free", "fixed"):
+            put(f"{name}/{spec_name}", plain, mutated(mutate), SPECS[spec_name])
+    for name in TOLERANCE_CASES:
+        for spec_name in ("tight", "loose-fixed"):
+            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), SPECS[spec_name])
+    for name in ("identical", "hole-missing", "text-content", "dim-linear-0.6", "rect-as-four-lines", "point-moved-1",
+                 "translated"):
+        for spec_name, spec in EXTRA_SPECS.items():
+            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), spec)
+    for name, (layers, gold_units, units) in LAYER_CASES.items():
+        for spec_name in ("free", "fixed"):
+            put(f"{name}/{spec_name}", functools.partial(drawing, gold_entities(), units=gold_units),
+                functools.partial(drawing, gold_entities(), layers=layers, units=units), SPECS[spec_name])
+    for name, physical in PHYSICAL_CASES.items():
+        for spec_name in ("free", "fixed", "tight"):
+            put(f"{name}/{spec_name}", mutated(lambda e: e, physical=BOX), mutated(lambda e: e, physical=physical),
+                {**SPECS[spec_name], **SOLID}, 4)
+    for name, physical in GOLD_NONE_CASES.items():
+        put(f"{name}/free", mutated(lambda e: e, physical=Physical3D(status="none")),
+            mutated(lambda e: e, physical=physical), SOLID, 4)
+    for label, gold_body in (("mesh-gold", MESH_GOLD), ("surface-gold", SURFACE_GOLD)):
+        for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
+            put(f"{label}-{name}/free", mutated(lambda e: e, physical=gold_body),
+                mutated(lambda e: e, physical=PHYSICAL_CASES[name]), SOLID, 4)
+    # Big enough that matching prunes its candidates, alignment thins its votes and sizes prune too.
+    def big(jitter: float) -> Callable[[], DrawingMetadata]:
+        def build() -> DrawingMetadata:
+            extra: list[Entity] = [*_grid(520, 3.0, jitter=jitter)]
+            extra += [LineEntity(start=(400 + 3 * (k % 23), 200 + 3 * (k // 23)),
+                                 end=(401 + 3 * (k % 23) + (jitter if k % 5 == 0 else 0.0), 200 + 3 * (k // 23)),
+                                 layer="GRID") for k in range(520)]
+            return drawing([*gold_entities(), *extra])
+        return build
+    for spec_name in ("free", "fixed"):
+        put(f"big-identical/{spec_name}", big(0.0), big(0.0), SPECS[spec_name])
+        put(f"big-jittered/{spec_name}", big(0.0), big(0.6), SPECS[spec_name])
+    put("schema3-candidate-for-schema4/free", mutated(lambda e: e, physical=BOX), plain, SOLID, 4)
+    return out
+
+
+def report(case: Case) -> dict[str, Any]:
+    """The pinned form of one case's report."""
+    gold, cand, spec, schema = case
+    return score(gold, cand, spec, schema)
+
+
+def reports() -> dict[str, Any]:
+    return {key: report(build()) for key, build in cases().items()}
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["--write"]:
+        print("usage: python -m tests.evaluator.scoring_corpus --write", file=sys.stderr)
+        return 2
+    SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+    SNAPSHOT.write_text(json.dumps(reports(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SNAPSHOT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
