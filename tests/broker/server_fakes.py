@@ -95,10 +95,14 @@ class FakeAdapter(ApplicationAdapter):
     template_seen: list[Path] = field(default_factory=list)
     _attempt: Path | None = None
     name: str = "fake-cad"
+    process: int | None = None
+    """A real process to stand for the program (its idle state is what a ``wait`` waits on)."""
 
     @property
     def pid(self) -> int | None:
-        return 4242 if self.running else None
+        if not self.running:
+            return None
+        return self.process if self.process is not None else 4242
 
     @property
     def attempt_path(self) -> Path | None:
@@ -202,6 +206,7 @@ async def running_rig(
     stability: StabilityPolicy = FAST_STABILITY,
     max_actions: int = 5000,
     configure: Callable[[FakeCapture, FakeAdapter], None] | None = None,
+    wait_idle_limit_s: float = 0.0,
 ) -> AsyncIterator[Rig]:
     """Start a :class:`BrokerServer` on the fakes in ``tmp_path``; stop it afterwards."""
     driver = driver or RecordingDriver(size=SIZE)
@@ -222,6 +227,8 @@ async def running_rig(
         max_actions=max_actions,
         shutdown_timeout_s=5.0,
         request_grace_s=0.2,
+        # off unless a test gives the fake program a real process (4242 could be anyone's)
+        wait_idle_limit_s=wait_idle_limit_s,
     )
     server = BrokerServer(
         settings, token, driver, capture, adapter, middlewares=middlewares, boot_id="boot-test", startup_id="start-1"

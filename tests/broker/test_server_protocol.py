@@ -12,6 +12,9 @@ import asyncio
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -854,3 +857,62 @@ def test_identity_helpers(tmp_path: Path) -> None:
     manifest.write_text("{}")
     assert manifest_sha256(manifest) == hashlib.sha256(b"{}").hexdigest()
     assert len(manifest_sha256(None)) == 64
+
+
+# --------------------------------------------------------------------------- wait until idle
+
+
+def _program(seconds_busy: float) -> subprocess.Popen[bytes]:
+    """A stand-in program: busy for ``seconds_busy``, then asleep."""
+    code = f"import time\nend = time.monotonic() + {seconds_busy}\nwhile time.monotonic() < end: pass\ntime.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+async def _timed_wait(rig: Rig, busy_s: float, seconds: float = 0.05) -> tuple[float, ActionsResponse]:
+    program = _program(busy_s)
+    try:
+        rig.adapter.process = program.pid
+        session = await ready(rig)
+        started = time.monotonic()
+        status, body = await rig.post("/actions", actions_body(session, rid(0), 0, [
+            {"type": "wait", "seconds": seconds}, {"type": "type", "text": "x"}]))
+        assert status == 200, body
+        return time.monotonic() - started, ActionsResponse.model_validate(body)
+    finally:
+        program.kill()
+        program.wait()
+
+
+async def test_a_wait_lasts_until_the_program_is_idle(tmp_path: Path) -> None:
+    """Typing after ``wait`` must not reach a program still busy opening what the wait was for."""
+    async with running_rig(tmp_path, wait_idle_limit_s=8.0) as rig:
+        elapsed, response = await _timed_wait(rig, busy_s=1.2)
+    assert elapsed >= 1.0, "the wait ended while the program was still busy"
+    assert [r.ok for r in response.receipts] == [True, True]
+
+
+async def test_the_idle_wait_is_bounded_and_can_be_turned_off(tmp_path: Path) -> None:
+    for name in ("bounded", "off"):
+        (tmp_path / name).mkdir()
+    async with running_rig(tmp_path / "bounded", wait_idle_limit_s=0.5) as rig:
+        elapsed, _ = await _timed_wait(rig, busy_s=30)
+    assert 0.5 <= elapsed < 5.0
+    async with running_rig(tmp_path / "off", wait_idle_limit_s=0.0) as rig:
+        elapsed, _ = await _timed_wait(rig, busy_s=30)
+    assert elapsed < 0.5
+
+
+async def test_holding_a_key_does_not_wait_for_idle(tmp_path: Path) -> None:
+    program = _program(30)
+    try:
+        async with running_rig(tmp_path, wait_idle_limit_s=8.0) as rig:
+            rig.adapter.process = program.pid
+            session = await ready(rig)
+            started = time.monotonic()
+            status, body = await rig.post("/actions", actions_body(session, rid(0), 0, [
+                {"type": "hold_key", "keys": ["shift"], "seconds": 0.05}]))
+            assert status == 200, body
+            assert time.monotonic() - started < 2.0
+    finally:
+        program.kill()
+        program.wait()

@@ -467,6 +467,20 @@ async def test_actions_deadline_grows_with_wait_actions() -> None:
         assert result.next_index == 1
 
 
+async def test_actions_deadline_allows_the_brokers_idle_wait_after_each_wait(broker: FakeBroker) -> None:
+    """After a ``wait`` the broker may wait on (up to WAIT_IDLE_LIMIT_S) for the application to
+    go idle; an answer that long in coming is not a transport failure."""
+    client = make_client(broker, operation_deadline_s=0.4)
+    session = await ready(client)
+    broker.add_faults(Fault(FaultKind.DELAY, Route.ACTIONS, delay_s=1.5))
+    result = await client.actions(session, rid(0), 0, (WaitAction(seconds=0.05),))
+    assert result.next_index == 1 and not result.replayed
+    broker.add_faults(Fault(FaultKind.DELAY, Route.ACTIONS, delay_s=1.5))
+    with pytest.raises(BrokerTransportExhausted) as caught:
+        await client.actions(session, rid(1), 1, (TypeAction(text="x"),))
+    assert caught.value.bound == "deadline"
+
+
 async def test_concurrent_duplicates_execute_once(client: BrokerClient, broker: FakeBroker) -> None:
     session = await ready(client)
     results = await asyncio.gather(*[client.actions(session, rid(0), 0, BATCH) for _ in range(4)])

@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from autocad_bench_xvfb.suite_validity import wait_until_idle
+
+from autocad_bench_broker.idle import wait_until_idle
 
 
 @pytest.fixture

@@ -115,6 +115,7 @@ def inject_batch(
     *,
     sleep: Callable[[float], None] = time.sleep,
     stop: threading.Event | None = None,
+    after_wait: Callable[[], object] | None = None,
 ) -> tuple[ActionReceipt, ...]:
     """Inject ``actions`` in order; one receipt per action, indices from ``first_index``.
 
@@ -145,7 +146,7 @@ def inject_batch(
             )
             continue
         try:
-            apply_action(driver, action, sleep=sleep)
+            apply_action(driver, action, sleep=sleep, after_wait=after_wait)
         except Exception as error:  # the input may have been (partly) delivered: stop here
             stopped = True
             receipts.append(

@@ -76,6 +76,7 @@ from autocad_bench_broker.drivers.capture import (
 from autocad_bench_broker.drivers.input import InputDriver
 from autocad_bench_broker.identity import boot_id as read_boot_id
 from autocad_bench_broker.identity import new_startup_id
+from autocad_bench_broker.idle import IDLE_LIMIT_S, idle_supported, wait_until_idle
 from autocad_bench_broker.readiness import health_fields
 from autocad_bench_broker.state import SessionDesktop
 from autocad_bench_broker.store import NotStored, SessionFiles, StoreError
@@ -113,6 +114,9 @@ class BrokerSettings:
     ``deployment_id``, ``startup_id`` and prewarm result when it belongs to this boot."""
     request_grace_s: float = 2.0
     """Part of the shutdown that in-flight requests get to finish."""
+    wait_idle_limit_s: float = IDLE_LIMIT_S
+    """After a ``wait`` action's seconds, how long at most to wait on until the application's
+    process is idle (Linux only; 0 turns it off): see :mod:`autocad_bench_broker.idle`."""
 
     def __post_init__(self) -> None:
         if not is_plain_name(self.artifact_name):
@@ -410,11 +414,18 @@ class BrokerServer(DesktopDriver[SessionDesktop], Served):
             desktop.last_png = png
         return outcome
 
+    def _after_wait(self) -> None:
+        """A ``wait`` action's second half: until the application is idle, within the bound."""
+        pid = self.adapter.pid
+        if pid is not None and self.settings.wait_idle_limit_s > 0 and idle_supported():
+            wait_until_idle([pid], limit_s=self.settings.wait_idle_limit_s, stop=self._stopping)
+
     def _run_batch(
         self, desktop: SessionDesktop, actions: Sequence[Action], first: int, sequence: int
     ) -> tuple[BatchOutcome, PngImage | None]:
         """Blocking: inject, settle, encode and store the frame; never raises."""
-        receipts = inject_batch(self.driver, actions, first, sleep=self._sleep, stop=self._stopping)
+        receipts = inject_batch(self.driver, actions, first, sleep=self._sleep, stop=self._stopping,
+                                after_wait=self._after_wait)
         try:
             settled = settle_and_encode(
                 self.capture,

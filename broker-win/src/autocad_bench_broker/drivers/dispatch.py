@@ -26,8 +26,15 @@ from autocad_bench.actions import (
 from autocad_bench_broker.drivers.input import InputDriver
 
 
-def apply_action(driver: InputDriver, action: Action, *, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Inject ``action`` through ``driver``; ``wait`` sleeps, ``done`` does nothing.
+def apply_action(
+    driver: InputDriver,
+    action: Action,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    after_wait: Callable[[], object] | None = None,
+) -> None:
+    """Inject ``action`` through ``driver``; ``wait`` sleeps (then calls ``after_wait``, the
+    broker's wait for the application to go idle), ``done`` does nothing.
 
     ``mouse_down`` leaves its button held (a later ``mouse_up`` or the driver's
     ``release_all`` releases it); ``hold_key`` presses its chord, sleeps ``seconds`` and
@@ -51,6 +58,8 @@ def apply_action(driver: InputDriver, action: Action, *, sleep: Callable[[float]
             driver.hotkey(keys)
         case WaitAction(seconds=seconds):
             sleep(seconds)
+            if after_wait is not None:
+                after_wait()
         case MouseDownAction(x=x, y=y, button=button):
             driver.mouse_down(x, y, button)
         case MouseUpAction(x=x, y=y, button=button):

@@ -43,6 +43,7 @@ from autocad_bench.broker.protocol import (
     ACTIONS_LENGTH_HEADER,
     CONTENT_SHA256_HEADER,
     NAME_PATTERN,
+    WAIT_IDLE_LIMIT_S,
     ActionsRequest,
     ActionsResponse,
     CheckpointRequest,
@@ -267,9 +268,15 @@ class BrokerClient:
             actions=items,
         )
         if deadline_s is None:
-            waits = sum(getattr(action, "seconds", 0.0) for action in items)
-            deadline_s = self.operation_deadline_s + waits
+            deadline_s = self._actions_deadline(items)
         return await self._json(Route.ACTIONS, "/actions", body, ActionsResponse, deadline_s)
+
+    def _actions_deadline(self, items: Sequence[Action]) -> float:
+        """The operation deadline plus every ``wait`` and ``hold_key`` second, plus the broker's
+        bounded wait for an idle application after each ``wait`` (:data:`WAIT_IDLE_LIMIT_S`)."""
+        seconds = sum(getattr(action, "seconds", 0.0) for action in items)
+        idle = WAIT_IDLE_LIMIT_S * sum(1 for action in items if action.type == "wait")
+        return self.operation_deadline_s + seconds + idle
 
     async def actions_with_frame(
         self,
@@ -296,7 +303,7 @@ class BrokerClient:
             session_id=session_id, request_id=request_id, expected_index=expected_index, actions=items
         )
         if deadline_s is None:
-            deadline_s = self.operation_deadline_s + sum(getattr(action, "seconds", 0.0) for action in items)
+            deadline_s = self._actions_deadline(items)
 
         def parse(reply: _Reply) -> tuple[ActionsResponse, memoryview | None]:
             if reply.content_type != ACTIONS_FRAME_MEDIA_TYPE:

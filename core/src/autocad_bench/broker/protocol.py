@@ -36,6 +36,11 @@ JSON's length in bytes is in :data:`ACTIONS_LENGTH_HEADER` and the PNG's SHA-256
 ACTIONS_LENGTH_HEADER = "X-Actions-Response-Length"
 """Length in bytes of the JSON part of an :data:`ACTIONS_FRAME_MEDIA_TYPE` body."""
 
+WAIT_IDLE_LIMIT_S = 10.0
+"""After a ``wait`` action's seconds, the longest a broker goes on waiting for the application
+to go idle (so a dialog the wait was for is up on a loaded machine too). A client's deadline for
+``POST /actions`` allows this much more per ``wait``."""
+
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """Request bodies above this size are refused with 413 (servers may choose a larger cap)."""
 

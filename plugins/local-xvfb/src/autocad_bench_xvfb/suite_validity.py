@@ -42,6 +42,7 @@ from autocad_bench_broker.display import XvfbDisplay
 from autocad_bench_broker.drivers.capture import MssCapture, StabilityPolicy, stable_frame
 from autocad_bench_broker.drivers.dispatch import apply_action
 from autocad_bench_broker.drivers.input import PyAutoGUIDriver
+from autocad_bench_broker.idle import wait_until_idle
 from autocad_bench_broker.procgroup import find_processes, kill_process_group, process_environ
 
 __all__ = ["LibreCADRig", "kill_leftovers", "librecad_rig", "main"]
@@ -74,8 +75,8 @@ class LibreCADRig:
 
         The solutions' fixed pauses were measured on an idle machine; under load a dialog may
         not be up (and typing lands elsewhere) when they end. Idle means both processes are
-        sleeping and used no CPU over :data:`IDLE_WINDOW_S`; the extra wait is bounded by
-        :data:`IDLE_LIMIT_S` (after which the replay goes on, as a real agent's would).
+        sleeping and used no CPU over a short window; the extra wait is bounded by
+        :data:`autocad_bench_broker.idle.IDLE_LIMIT_S` (then the replay goes on, as an agent's would).
         """
         time.sleep(seconds)
         wait_until_idle([pid for pid in (self.adapter.pid, self.display.pid) if pid is not None])
@@ -156,46 +157,6 @@ class LibreCADRig:
         )
 
 
-
-
-IDLE_WINDOW_S = 0.15
-"""How long a process must sleep without using CPU to count as idle."""
-IDLE_LIMIT_S = 10.0
-"""The longest :func:`wait_until_idle` waits."""
-
-
-def _cpu_state(pid: int) -> tuple[str, int] | None:
-    """(state letter, utime + stime ticks) of ``pid``; ``None`` when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()
-    return fields[0], int(fields[11]) + int(fields[12])
-
-
-def wait_until_idle(
-    pids: Sequence[int], *, window_s: float = IDLE_WINDOW_S, limit_s: float = IDLE_LIMIT_S, poll_s: float = 0.05
-) -> bool:
-    """Wait until every live process of ``pids`` is sleeping with unchanged CPU time for
-    ``window_s``; ``False`` when ``limit_s`` passed first. Gone processes count as idle."""
-    deadline = time.monotonic() + limit_s
-    last = {pid: _cpu_state(pid) for pid in pids}
-    quiet_since = time.monotonic()
-    while True:
-        time.sleep(poll_s)
-        now = {pid: _cpu_state(pid) for pid in pids}
-        busy = any(
-            state is not None and (state[0] == "R" or state != last[pid]) for pid, state in now.items()
-        )
-        last = now
-        moment = time.monotonic()
-        if busy:
-            quiet_since = moment
-        elif moment - quiet_since >= window_s:
-            return True
-        if moment >= deadline:
-            return False
 
 
 @contextmanager
