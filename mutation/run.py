@@ -101,7 +101,9 @@ def load_config(path: Path = CONFIG) -> tuple[list[Module], list[dict[str, str]]
             files=tuple(m["files"]),
             tests=tuple(m["tests"]),
             timeout=float(m.get("timeout", defaults.get("timeout", 60))),
-            pytest_args=tuple(m.get("pytest_args", defaults.get("pytest_args", ["-x", "-q"]))),
+            # ``select``: a -k expression narrowing the tests (the defaults' arguments kept)
+            pytest_args=tuple(m.get("pytest_args", defaults.get("pytest_args", ["-x", "-q"])))
+            + (("-k", m["select"]) if "select" in m else ()),
             definitions=tuple(m.get("definitions", ())),
         )
         for m in raw.get("module", [])

@@ -437,6 +437,19 @@ def cases() -> dict[str, Callable[[], Case]]:
         for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
             put(f"{label}-{name}/free", mutated(lambda e: e, physical=gold_body),
                 mutated(lambda e: e, physical=PHYSICAL_CASES[name]), SOLID, 4)
+    # Both sides without a kind: the component or part that kind feeds is not applicable.
+    strip: dict[str, Mutator] = {
+        "texts": lambda ents: [e for e in ents if not isinstance(e, TextEntity)],
+        "dimensions": lambda ents: [e for e in ents if not isinstance(e, DimensionEntity)],
+        "circles": lambda ents: [e for e in ents if not isinstance(e, CircleEntity | InsertEntity)],
+        "profiles": lambda ents: [e for i, e in enumerate(ents) if i not in (RECT, TRI_A, SPLINE_CLOSED, HATCH_SOLID)
+                                  and not isinstance(e, EllipseEntity)],
+        "geometry": lambda ents: [e for e in ents if isinstance(e, TextEntity)],
+    }
+    for name, without in strip.items():
+        put(f"no-{name}-on-either-side/free", mutated(without), mutated(without), {})
+        put(f"no-{name}-on-either-side-one-changed/fixed", mutated(without),
+            mutated(_then(without, _shift(0.6, 0.0))), SPECS["fixed"])
     # Big enough that matching prunes its candidates, alignment thins its votes and sizes prune too.
     def big(jitter: float) -> Callable[[], DrawingMetadata]:
         def build() -> DrawingMetadata:
