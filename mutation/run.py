@@ -250,6 +250,7 @@ class Result:
     definitions: list[str] = dataclasses.field(default_factory=list)
     partial: str = ""
     pending: int = 0
+    annotations: int = 0
 
     @property
     def kill_rate(self) -> float | None:
@@ -316,6 +317,7 @@ def run_module(
         )
         cosmic = str(copy / ".venv" / "bin" / "cosmic-ray")
         subprocess.run([cosmic, "init", str(cfg), str(session)], cwd=copy, env=env, check=True)
+        result.annotations = _skip_annotations(session, copy, set(module.definitions))
         if module.definitions:
             _skip_outside(session, set(module.definitions))
         _log(f"{module.name}: exec (baseline {result.baseline_seconds}s, timeout {timeout:.0f}s)")
@@ -330,6 +332,58 @@ def run_module(
     _collect(result, copy, session, equivalent)
     result.seconds = round(time.monotonic() - started, 1)
     return _write(result, reports)
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) of every annotation in ``source`` (line 1-based, column 0-based), or none
+    when the module does not postpone their evaluation (``from __future__ import annotations``):
+    only then can no mutation inside one change what the code does."""
+    import ast
+
+    tree = ast.parse(source)
+    postponed = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+        for node in tree.body
+    )
+    if not postponed:
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        found: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for a in found:
+            if a is not None and a.end_lineno is not None and a.end_col_offset is not None:
+                spans.append(((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)))
+    return spans
+
+
+def _skip_annotations(session: Path, copy: Path, definitions: set[str]) -> int:
+    """Mark every mutant inside an annotation as skipped; how many were in scope."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        skip = []
+        counted = 0
+        for item in db.work_items:
+            spec = item.mutations[0]
+            path = str(spec.module_path)
+            if path not in spans:
+                spans[path] = annotation_spans((copy / path).read_text())
+            start, end = tuple(spec.start_pos), tuple(spec.end_pos)
+            if any(a <= start and end <= b for a, b in spans[path]):
+                skip.append(item.job_id)
+                counted += not definitions or spec.definition_name in definitions
+        db.set_multiple_results(skip, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+    return counted
 
 
 def _skip_outside(session: Path, definitions: set[str]) -> None:
@@ -407,6 +461,8 @@ def module_markdown(r: Result) -> str:
         *([f"**Partial run:** {r.partial}; {r.pending} mutants did not run.", ""] if r.partial else []),
         *([f"Scope: only mutants inside {', '.join(r.definitions)} (the rest were skipped).", ""]
           if r.definitions else []),
+        *([f"Not run: {r.annotations} mutants inside annotations (never evaluated: the files postpone them).", ""]
+          if r.annotations else []),
         "| mutants | killed | (of which timeout) | survived | equivalent | incompetent | kill rate |",
         "|---|---|---|---|---|---|---|",
         f"| {r.total} | {r.killed} | {r.timeout} | {r.survived} | {r.equivalent} | {r.incompetent} "

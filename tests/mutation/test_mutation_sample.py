@@ -70,6 +70,25 @@ def test_stable_ids_do_not_depend_on_line_numbers(tmp_path: Path) -> None:
     assert {(m.operator, m.source_line): m.id for m in run.enumerate_mutants(tmp_path, "a.py")} == a
 
 
+def test_annotation_spans_cover_the_annotations_and_nothing_else() -> None:
+    """Mutants inside these spans are not run (``_skip_annotations``): postponed annotations
+    are never evaluated, so no mutation there can change behaviour."""
+    body = (
+        "def f(x: int | None, *, y: list[int | str] = []) -> dict[str, int | float]:\n"
+        "    z: int | None = x | 1\n"
+        "    return {'a': z | 2}\n"
+    )
+    source = "from __future__ import annotations\n\n" + body
+    lines = source.splitlines()
+    spans = run.annotation_spans(source)
+    assert sorted(lines[a[0] - 1][a[1]:b[1]] for a, b in spans) == sorted(
+        ["int | None", "list[int | str]", "dict[str, int | float]", "int | None"])
+    # the code's own `x | 1` is outside every span
+    value = (4, lines[3].index("x | 1"))
+    assert not any(a <= value <= b for a, b in spans)
+    assert run.annotation_spans(body) == []  # annotations evaluated at definition: not skipped
+
+
 def test_the_generated_docs_table_lists_every_module() -> None:
     docs = (REPO / "docs" / "testing.md").read_text()
     assert run.DOCS_START in docs and run.DOCS_END in docs
