@@ -90,9 +90,9 @@ def gold_entities() -> list[Entity]:
                      exploded=(CircleEntity(center=(150, 80), radius=1.5, layer="PARTS"),
                                LineEntity(start=(148, 80), end=(152, 80), layer="PARTS"))),
         InsertEntity(block="NUT", insert=(170, 80), scale=(2.0, 2.0, 1.0), layer="PARTS"),
-        DimensionEntity(dimtype="linear", measurement=100, defpoints=((0, -10), (0, 0), (100, 0)), layer="DIMS"),
+        DimensionEntity(dimtype="linear", measurement=100, defpoints=((100, -10), (0, 0), (100, 0)), layer="DIMS"),
         DimensionEntity(dimtype="aligned", measurement=math.hypot(15, 25),
-                        defpoints=((160, 10), (150, 0), (135, 25)), layer="DIMS"),
+                        defpoints=((143.574929, 30.144958), (150, 0), (135, 25)), layer="DIMS"),
         DimensionEntity(dimtype="radius", measurement=4, defpoints=((20, 25), (24, 25)), layer="DIMS"),
         DimensionEntity(dimtype="diameter", measurement=5, defpoints=((7.5, 10), (12.5, 10)), layer="DIMS"),
         DimensionEntity(dimtype="angular", measurement=90, defpoints=((200, 20), (210, 20), (200, 30)),
@@ -286,9 +286,10 @@ CASES: dict[str, Mutator] = {
     "insert-exploded-missing": _replace(BOLT, exploded=()),
     "dim-linear-0.6": _replace(DIM_LINEAR, measurement=100.6),
     "dim-linear-0.3": _replace(DIM_LINEAR, measurement=99.7),
-    "dim-line-offset-0.6": _replace(DIM_LINEAR, defpoints=((0, -10.6), (0, 0), (100, 0))),
-    "dim-line-offset-3": _replace(DIM_LINEAR, defpoints=((0, -13), (0, 0), (100, 0))),
-    "dim-measured-elsewhere": _replace(DIM_LINEAR, defpoints=((0, 40), (0, 50), (100, 50))),
+    "dim-line-offset-0.6": _replace(DIM_LINEAR, defpoints=((100, -10.6), (0, 0), (100, 0))),
+    "dim-line-along-itself": _replace(DIM_LINEAR, defpoints=((103, -10), (0, 0), (100, 0))),
+    "dim-line-offset-3": _replace(DIM_LINEAR, defpoints=((100, -13), (0, 0), (100, 0))),
+    "dim-measured-elsewhere": _replace(DIM_LINEAR, defpoints=((100, 40), (0, 50), (100, 50))),
     "dim-aligned-0.7": _replace(DIM_ALIGNED, measurement=math.hypot(15, 25) + 0.7),
     "dim-radius-as-diameter": _replace(DIM_RADIUS, dimtype="diameter", measurement=8),
     "dim-radius-wrong": _replace(DIM_RADIUS, measurement=4.3),
@@ -301,7 +302,7 @@ CASES: dict[str, Mutator] = {
     "dim-no-measurement": _replace(DIM_DIAMETER, measurement=None),
     "dim-no-defpoints": _replace(DIM_DIAMETER, defpoints=()),
     "dim-missing": _drop(DIM_ALIGNED),
-    "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 0), (100, 0), (100, 50)),
+    "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 50), (100, 0), (100, 50)),
                                       layer="DIMS")),
     "dims-all-missing": _drop(DIM_LINEAR, DIM_ALIGNED, DIM_RADIUS, DIM_DIAMETER, DIM_ANGULAR),
     "dim-on-wrong-layer": _replace(DIM_RADIUS, layer="HOLES"),
@@ -372,12 +373,13 @@ SURFACE_GOLD = BOX.model_copy(update={"sources": ("3DSOLID", "SURFACE")})
 TOLERANCE_CASES = ("identical", "translated-small", "rect-corner-0.3", "hole-moved-0.4", "hole-radius-0.3",
                    "small-hole-radius-between", "triangle-gap-0.3", "arc-center-0.55", "text-height-0.2",
                    "text-rotation-0.6", "hatch-area", "insert-scale-0.0008", "dim-linear-0.3", "dim-angular-0.3",
-                   "line-end-0.8", "point-moved-1", "hole-grid-70", "spline-moved-0.6", "line-split")
+                   "line-end-0.8", "point-moved-1", "hole-grid-70", "spline-moved-0.6", "line-split",
+                   "dim-linear-0.6", "dim-angular-0.6", "text-height-0.4", "insert-rotation-0.6")
 
 SPECS: dict[str, dict[str, Any]] = {
     "free": {},
     "fixed": {"position": "fixed"},
-    "tight": {"tolerance": Tolerance(geometric=0.25)},
+    "tight-fixed": {"position": "fixed", "tolerance": Tolerance(geometric=0.25)},
     "loose-fixed": {"position": "fixed", "tolerance": Tolerance(geometric=1.5)},
 }
 SOLID: dict[str, Any] = {"weights": ComponentWeights(extents3d=2.0)}
@@ -416,7 +418,7 @@ def cases() -> dict[str, Callable[[], Case]]:
         for spec_name in ("free", "fixed"):
             put(f"{name}/{spec_name}", plain, mutated(mutate), SPECS[spec_name])
     for name in TOLERANCE_CASES:
-        for spec_name in ("tight", "loose-fixed"):
+        for spec_name in ("tight-fixed", "loose-fixed"):
             put(f"{name}/{spec_name}", plain, mutated(CASES[name]), SPECS[spec_name])
     for name in ("identical", "hole-missing", "text-content", "dim-linear-0.6", "rect-as-four-lines", "point-moved-1",
                  "translated"):
@@ -427,7 +429,7 @@ def cases() -> dict[str, Callable[[], Case]]:
             put(f"{name}/{spec_name}", functools.partial(drawing, gold_entities(), units=gold_units),
                 functools.partial(drawing, gold_entities(), layers=layers, units=units), SPECS[spec_name])
     for name, physical in PHYSICAL_CASES.items():
-        for spec_name in ("free", "fixed", "tight"):
+        for spec_name in ("free", "fixed", "tight-fixed"):
             put(f"{name}/{spec_name}", mutated(lambda e: e, physical=BOX), mutated(lambda e: e, physical=physical),
                 {**SPECS[spec_name], **SOLID}, 4)
     for name, physical in GOLD_NONE_CASES.items():
@@ -450,6 +452,14 @@ def cases() -> dict[str, Callable[[], Case]]:
         put(f"no-{name}-on-either-side/free", mutated(without), mutated(without), {})
         put(f"no-{name}-on-either-side-one-changed/fixed", mutated(without),
             mutated(_then(without, _shift(0.6, 0.0))), SPECS["fixed"])
+    # One side without a kind the other has.
+    for name, without in strip.items():
+        put(f"gold-without-{name}/fixed", mutated(without), plain, SPECS["fixed"])
+    # Texts of no height (a gold may have them): no tolerance from the height.
+    flat = _then(_replace(TEXT_A, height=0.0), _replace(TEXT_B, height=0.0))
+    put("text-heights-zero/fixed", mutated(flat), mutated(flat), SPECS["fixed"])
+    put("text-heights-zero-one-drawn/fixed", mutated(flat), mutated(_then(flat, _replace(TEXT_A, height=0.01))),
+        SPECS["fixed"])
     # Big enough that matching prunes its candidates, alignment thins its votes and sizes prune too.
     def big(jitter: float) -> Callable[[], DrawingMetadata]:
         def build() -> DrawingMetadata:

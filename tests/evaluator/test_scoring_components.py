@@ -154,3 +154,15 @@ def test_a_missing_hole_costs_the_count_and_the_spacings() -> None:
     # radius: 6 + 1 in the gold, 3 + 1 drawn, all of them among the gold's (20, 20, 40)
     assert topo["details"]["holes.count"] == pytest.approx(dice(6, 7, 6), abs=1e-6)
     assert topo["details"]["holes.spacing"] == pytest.approx(dice(3 + 1, 6 + 1, 3 + 1), abs=1e-6)
+
+
+def test_a_dimension_line_placed_off_its_position_is_half_a_dimension_at_worst() -> None:
+    # the line 0.6 below where the gold has it (error 1.2 along its normal): the measurement is
+    # right, so the dimension earns 0.5 + 0.5 * credit(1.2)
+    line = 0.5 + 0.5 * credit(1.2)
+    dims = component("dim-line-offset-0.6/fixed", "dimensions")["details"]
+    assert dims["dimensions.score"] == pytest.approx(dice(4 + line, 5, 5), abs=1e-6)
+    assert component("dim-line-offset-3/fixed", "dimensions")["details"]["dimensions.score"] == pytest.approx(
+        dice(4.5, 5, 5), abs=1e-6)
+    # sliding the line along itself moves nothing that a reader sees
+    assert component("dim-line-along-itself/fixed", "dimensions")["score"] == 1.0
