@@ -298,6 +298,7 @@ CASES: dict[str, Mutator] = {
     "dim-angular-0.6": _replace(DIM_ANGULAR, measurement=90.6),
     "dim-angular3p": _replace(DIM_ANGULAR, dimtype="angular3p"),
     "dim-linear-as-angle": _replace(DIM_LINEAR, dimtype="angular"),
+    "dim-angular-as-linear": _replace(DIM_ANGULAR, dimtype="linear"),
     "dim-ordinate": _replace(DIM_LINEAR, dimtype="ordinate"),
     "dim-no-measurement": _replace(DIM_DIAMETER, measurement=None),
     "dim-no-defpoints": _replace(DIM_DIAMETER, defpoints=()),
@@ -355,6 +356,7 @@ PHYSICAL_CASES: dict[str, Physical3D] = {
     "solid-two-bodies": BOX.model_copy(update={"bodies": 2}),
     "solid-mesh-stand-in": BOX.model_copy(update={"sources": ("MESH",)}),
     "solid-body-too": BOX.model_copy(update={"sources": ("3DSOLID", "BODY")}),
+    "solid-centroid-missing": BOX.model_copy(update={"centroid": None}),
     "solid-none": Physical3D(status="none"),
     "solid-unknown": BOX.model_copy(update={"status": "unknown", "reason": "an ACIS body could not be measured"}),
     "solid-no-extents": BOX.model_copy(update={"extents": None}),
@@ -362,6 +364,17 @@ PHYSICAL_CASES: dict[str, Physical3D] = {
 GOLD_NONE_CASES: dict[str, Physical3D] = {
     "gold-none-candidate-none": Physical3D(status="none"),
     "gold-none-candidate-box": BOX,
+}
+# Other golds: (gold body, candidate body).
+OTHER_GOLDS: dict[str, tuple[Physical3D, Physical3D]] = {
+    "gold-unknown": (BOX.model_copy(update={"status": "unknown"}), BOX),
+    "gold-region-no-volume": (BOX.model_copy(update={"volume": 0.0, "sources": ("REGION",)}),
+                              BOX.model_copy(update={"volume": 0.0, "sources": ("REGION",)})),
+    "tiny-body": (Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
+                             volume=1e-6, area=6e-4, centroid=(0.005, 0.005, 0.005), bodies=1, sources=("3DSOLID",)),
+                  Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
+                             volume=0.150001, area=0.3006, centroid=(0.005, 0.005, 0.005), bodies=1,
+                             sources=("3DSOLID",))),
 }
 MESH_GOLD = BOX.model_copy(update={"sources": ("MESH",)})
 SURFACE_GOLD = BOX.model_copy(update={"sources": ("3DSOLID", "SURFACE")})
@@ -435,6 +448,9 @@ def cases() -> dict[str, Callable[[], Case]]:
     for name, physical in GOLD_NONE_CASES.items():
         put(f"{name}/free", mutated(lambda e: e, physical=Physical3D(status="none")),
             mutated(lambda e: e, physical=physical), SOLID, 4)
+    for name, (gold_body, cand_body) in OTHER_GOLDS.items():
+        put(f"{name}/fixed", mutated(lambda e: e, physical=gold_body), mutated(lambda e: e, physical=cand_body),
+            {**SPECS["fixed"], **SOLID}, 4)
     for label, gold_body in (("mesh-gold", MESH_GOLD), ("surface-gold", SURFACE_GOLD)):
         for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
             put(f"{label}-{name}/free", mutated(lambda e: e, physical=gold_body),

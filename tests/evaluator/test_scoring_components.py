@@ -166,3 +166,12 @@ def test_a_dimension_line_placed_off_its_position_is_half_a_dimension_at_worst()
         dice(4.5, 5, 5), abs=1e-6)
     # sliding the line along itself moves nothing that a reader sees
     assert component("dim-line-along-itself/fixed", "dimensions")["score"] == 1.0
+
+
+def test_a_body_without_volume_matches_its_like_and_an_open_one_is_named() -> None:
+    # a planar REGION has volume 0: the same region drawn scores in full (it used to be taken
+    # for an open surface whenever the gold's volume was 0)
+    region = component("gold-region-no-volume/fixed", "extents3d")
+    assert region["score"] == 1.0 and "reason" not in region["details"]
+    open_body = component("solid-volume-open/fixed", "extents3d")["details"]
+    assert open_body["volume.score"] == 0.0 and "not closed surfaces" in open_body["reason"]

@@ -43,7 +43,7 @@ def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
         scores.append(pos)
         defects += 1.0 - pos
         details["position.score"] = _r(pos)
-    if gp.volume is not None and cp.volume is not None and gp.volume > 0:
+    if gp.volume is not None and cp.volume is not None:
         # faces within ``geometric`` of the gold's: the volume within about half the gold box's
         # surface times ``geometric``
         a, b, h = gs
@@ -58,7 +58,7 @@ def _extents3d(g: _Side, c: _Side, tol: Tolerance, position: str) -> _Component:
         defects += 1.0
         details["volume.score"] = 0.0
         details["reason"] = "the candidate's bodies are not closed surfaces: their volume is undefined"
-    if gp.area is not None and cp.area is not None and gp.area > 0:
+    if gp.area is not None and cp.area is not None:
         # every face within ``geometric``: the surface within about the box's edge length times it
         area_tol = max(tol.geometric * 4.0 * sum(gs), tol.geometric**2)
         area = float(_credit(np.asarray([abs(gp.area - cp.area) / area_tol]))[0])
