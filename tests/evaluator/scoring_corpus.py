@@ -259,10 +259,12 @@ CASES: dict[str, Mutator] = {
     "text-content": _replace(TEXT_A, content="PLATE B"),
     "text-content-far": _replace(TEXT_A, content="XYZ"),
     "text-case-space": _replace(TEXT_A, content="  plate   a "),
+    "text-content-prefix": _replace(TEXT_A, content="PLATE"),
     "text-height-0.2": _replace(TEXT_A, height=3.2),
     "text-height-0.4": _replace(TEXT_A, height=3.4),
     "text-rotation-0.6": _replace(TEXT_A, rotation=0.6),
     "text-rotation-wrap": _replace(TEXT_A, rotation=359.8),
+    "text-rotation-wrap-0.6": _replace(TEXT_A, rotation=359.4),
     "text-rotation-420": _replace(TEXT_B, rotation=450.3),
     "text-on-wrong-layer": _replace(TEXT_B, layer="DIMS"),
     "text-missing": _drop(TEXT_B),
@@ -471,6 +473,14 @@ def cases() -> dict[str, Callable[[], Case]]:
     # One side without a kind the other has.
     for name, without in strip.items():
         put(f"gold-without-{name}/fixed", mutated(without), plain, SPECS["fixed"])
+    # A note longer than the compared length (200 characters), edited.
+    note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
+            "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "
+            "BLACK. 5. TOLERANCES: LINEAR 0.1, ANGULAR 0.5 DEG.")
+    edited = note.replace("BURRS", "BURS").replace("BLACK", "CLEAR").replace("3.2", "1.6")
+    put("text-long-note-edited/fixed",
+        mutated(_add(TextEntity(content=note, insert=(0, -30), height=2.5, layer="TEXT"))),
+        mutated(_add(TextEntity(content=edited, insert=(0, -30), height=2.5, layer="TEXT"))), SPECS["fixed"])
     # Texts of no height (a gold may have them): no tolerance from the height.
     flat = _then(_replace(TEXT_A, height=0.0), _replace(TEXT_B, height=0.0))
     put("text-heights-zero/fixed", mutated(flat), mutated(flat), SPECS["fixed"])
