@@ -429,20 +429,7 @@ def cases() -> dict[str, Callable[[], Case]]:
     def mutated(mutate: Mutator, **kw: Any) -> Callable[[], DrawingMetadata]:
         return lambda: drawing(mutate(gold_entities()), **kw)
 
-    for name, mutate in CASES.items():
-        for spec_name in ("free", "fixed"):
-            put(f"{name}/{spec_name}", plain, mutated(mutate), SPECS[spec_name])
-    for name in TOLERANCE_CASES:
-        for spec_name in ("tight-fixed", "loose-fixed"):
-            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), SPECS[spec_name])
-    for name in ("identical", "hole-missing", "text-content", "dim-linear-0.6", "rect-as-four-lines", "point-moved-1",
-                 "translated"):
-        for spec_name, spec in EXTRA_SPECS.items():
-            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), spec)
-    for name, (layers, gold_units, units) in LAYER_CASES.items():
-        for spec_name in ("free", "fixed"):
-            put(f"{name}/{spec_name}", functools.partial(drawing, gold_entities(), units=gold_units),
-                functools.partial(drawing, gold_entities(), layers=layers, units=units), SPECS[spec_name])
+    # 3D bodies first: their cases are few and fast, and decide the extents3d component alone.
     for name, physical in PHYSICAL_CASES.items():
         for spec_name in ("free", "fixed", "tight-fixed"):
             put(f"{name}/{spec_name}", mutated(lambda e: e, physical=BOX), mutated(lambda e: e, physical=physical),
@@ -457,6 +444,20 @@ def cases() -> dict[str, Callable[[], Case]]:
         for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
             put(f"{label}-{name}/free", mutated(lambda e: e, physical=gold_body),
                 mutated(lambda e: e, physical=PHYSICAL_CASES[name]), SOLID, 4)
+    for name, mutate in CASES.items():
+        for spec_name in ("free", "fixed"):
+            put(f"{name}/{spec_name}", plain, mutated(mutate), SPECS[spec_name])
+    for name in TOLERANCE_CASES:
+        for spec_name in ("tight-fixed", "loose-fixed"):
+            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), SPECS[spec_name])
+    for name in ("identical", "hole-missing", "text-content", "dim-linear-0.6", "rect-as-four-lines", "point-moved-1",
+                 "translated"):
+        for spec_name, spec in EXTRA_SPECS.items():
+            put(f"{name}/{spec_name}", plain, mutated(CASES[name]), spec)
+    for name, (layers, gold_units, units) in LAYER_CASES.items():
+        for spec_name in ("free", "fixed"):
+            put(f"{name}/{spec_name}", functools.partial(drawing, gold_entities(), units=gold_units),
+                functools.partial(drawing, gold_entities(), layers=layers, units=units), SPECS[spec_name])
     # Both sides without a kind: the component or part that kind feeds is not applicable.
     strip: dict[str, Mutator] = {
         "texts": lambda ents: [e for e in ents if not isinstance(e, TextEntity)],
