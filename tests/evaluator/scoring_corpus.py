@@ -228,6 +228,8 @@ CASES: dict[str, Mutator] = {
     "two-holes-missing": _drop(HOLE0, SMALL1),
     "hole-extra": _add(CircleEntity(center=(50, 40), radius=4, layer="HOLES")),
     "hole-extra-other-radius": _add(CircleEntity(center=(50, 40), radius=6, layer="HOLES")),
+    "hole-extra-radius-8.1": _add(CircleEntity(center=(50, 40), radius=8.1, layer="HOLES")),
+    "hole-radii-chain": _then(_replace(HOLE0, radius=4.2), _replace(HOLE3, radius=4.4)),
     "small-hole-radius-between": _replace(SMALL0, radius=2.8),
     "hole-on-wrong-layer": _replace(HOLE0, layer="OUTLINE"),
     "holes-on-layer-0": lambda ents: [e.model_copy(update={"layer": "0"}) if isinstance(e, CircleEntity) else e
@@ -474,6 +476,25 @@ def cases() -> dict[str, Callable[[], Case]]:
     # One side without a kind the other has.
     for name, without in strip.items():
         put(f"gold-without-{name}/fixed", mutated(without), plain, SPECS["fixed"])
+    # A grid of more holes than the spacings are taken over (60): which 60 must not depend on
+    # the order the holes were drawn in or on where the grid is.
+    grid = [CircleEntity(center=(300 + 10 * (k % 9), 100 + 7 * (k // 9)), radius=1.5, layer="HOLES")
+            for k in range(72)]
+    with_grid = _add(*grid)
+    put("hole-grid-72-reversed/fixed", mutated(with_grid), mutated(_add(*reversed(grid))), SPECS["fixed"])
+    put("hole-grid-72-shifted/fixed", mutated(with_grid),
+        mutated(_add(*(shift_entity(c, 13.7, 5.3) for c in grid))), SPECS["fixed"])
+    # Profiles: a small one (perimeter 1.2), and a square drawn as a rhombus of the same sides
+    # and centroid (only its area tells them apart).
+    small = PolylineEntity(vertices=((60, 70), (60.3, 70), (60.3, 70.3), (60, 70.3)), closed=True, layer="OUTLINE")
+    put("tiny-profile/fixed", mutated(_add(small)), mutated(_add(small)), SPECS["fixed"])
+    h = 10 / math.sqrt(2)
+    square = PolylineEntity(vertices=((300, 0), (310, 0), (310, 10), (300, 10)), closed=True, layer="OUTLINE")
+    cx, cy = (20 + 2 * h) / 4, (2 * h) / 4  # the rhombus's vertex mean (its centroid)
+    rhombus = PolylineEntity(vertices=tuple((305 - cx + x, 5 - cy + y) for x, y in ((0, 0), (10, 0), (10 + h, h),
+                                                                                    (h, h))),
+                             closed=True, layer="OUTLINE")
+    put("square-as-rhombus/fixed", mutated(_add(square)), mutated(_add(rhombus)), SPECS["fixed"])
     # A note longer than the compared length (200 characters), edited.
     note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
             "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "

@@ -175,3 +175,11 @@ def test_a_body_without_volume_matches_its_like_and_an_open_one_is_named() -> No
     assert region["score"] == 1.0 and "reason" not in region["details"]
     open_body = component("solid-volume-open/fixed", "extents3d")["details"]
     assert open_body["volume.score"] == 0.0 and "not closed surfaces" in open_body["reason"]
+
+
+def test_a_square_drawn_as_a_rhombus_of_the_same_sides_is_told_by_its_area() -> None:
+    # same perimeter (40) and centroid; area 100 against 100 / sqrt(2): error 29.3 / (0.5 * 40)
+    area_err = (100 - 100 / 2**0.5) / (0.5 * 40)
+    topology = component("square-as-rhombus/fixed", "topology")["details"]
+    assert topology["profiles.score"] == pytest.approx(dice(4 + credit(area_err), 5, 5), abs=1e-6)
+    assert component("tiny-profile/fixed", "topology")["details"]["profiles.score"] == 1.0
