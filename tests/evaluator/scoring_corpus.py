@@ -230,6 +230,7 @@ CASES: dict[str, Mutator] = {
     "hole-extra-other-radius": _add(CircleEntity(center=(50, 40), radius=6, layer="HOLES")),
     "hole-extra-radius-8.1": _add(CircleEntity(center=(50, 40), radius=8.1, layer="HOLES")),
     "hole-radii-chain": _then(_replace(HOLE0, radius=4.2), _replace(HOLE3, radius=4.4)),
+    "hole-radius-plus-half-tolerance": _replace(HOLE3, radius=4.25),
     "small-hole-radius-between": _replace(SMALL0, radius=2.8),
     "hole-on-wrong-layer": _replace(HOLE0, layer="OUTLINE"),
     "holes-on-layer-0": lambda ents: [e.model_copy(update={"layer": "0"}) if isinstance(e, CircleEntity) else e
@@ -478,12 +479,19 @@ def cases() -> dict[str, Callable[[], Case]]:
         put(f"gold-without-{name}/fixed", mutated(without), plain, SPECS["fixed"])
     # A grid of more holes than the spacings are taken over (60): which 60 must not depend on
     # the order the holes were drawn in or on where the grid is.
-    grid = [CircleEntity(center=(300 + 10 * (k % 9), 100 + 7 * (k // 9)), radius=1.5, layer="HOLES")
-            for k in range(72)]
+    # (Radius 1.9: a class of its own, so a shift moves the whole class.)
+    def hole_grid(jitter: float = 0.0) -> list[Entity]:
+        return [CircleEntity(center=(300 + 10 * (k % 9) + (jitter if k % 2 else -jitter), 100 + 7 * (k // 9)),
+                             radius=1.9, layer="HOLES") for k in range(72)]
+    grid = hole_grid()
     with_grid = _add(*grid)
     put("hole-grid-72-reversed/fixed", mutated(with_grid), mutated(_add(*reversed(grid))), SPECS["fixed"])
     put("hole-grid-72-shifted/fixed", mutated(with_grid),
         mutated(_add(*(shift_entity(c, 13.7, 5.3) for c in grid))), SPECS["fixed"])
+    # Holes a hair apart, below and above the selection's 6-decimal key.
+    for jitter in (2e-7, 2e-6):
+        put(f"hole-grid-72-jitter-{jitter:g}/fixed", mutated(with_grid), mutated(_add(*hole_grid(jitter))),
+            SPECS["fixed"])
     # Profiles: a small one (perimeter 1.2), and a square drawn as a rhombus of the same sides
     # and centroid (only its area tells them apart).
     small = PolylineEntity(vertices=((60, 70), (60.3, 70), (60.3, 70.3), (60, 70.3)), closed=True, layer="OUTLINE")
@@ -495,6 +503,15 @@ def cases() -> dict[str, Callable[[], Case]]:
                                                                                     (h, h))),
                              closed=True, layer="OUTLINE")
     put("square-as-rhombus/fixed", mutated(_add(square)), mutated(_add(rhombus)), SPECS["fixed"])
+    # The same with sides of 2 at tolerance 0.1 (tolerance x perimeter under 1).
+    small_square = PolylineEntity(vertices=((300, 0), (302, 0), (302, 2), (300, 2)), closed=True, layer="OUTLINE")
+    sx, sy = 2 * math.cos(math.radians(48.6)), 2 * math.sin(math.radians(48.6))
+    corners = ((0.0, 0.0), (2.0, 0.0), (2 + sx, sy), (sx, sy))
+    mx, my = sum(x for x, _ in corners) / 4, sum(y for _, y in corners) / 4
+    small_rhombus = PolylineEntity(vertices=tuple((301 - mx + x, 1 - my + y) for x, y in corners), closed=True,
+                                   layer="OUTLINE")
+    put("small-square-as-rhombus/fine-fixed", mutated(_add(small_square)), mutated(_add(small_rhombus)),
+        {"position": "fixed", "tolerance": Tolerance(geometric=0.1)})
     # A note longer than the compared length (200 characters), edited.
     note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
             "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "
