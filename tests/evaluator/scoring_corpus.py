@@ -115,6 +115,9 @@ LAYERS = (
 def drawing(entities: list[Entity], *, layers: tuple[LayerInfo, ...] = LAYERS,
             physical: Physical3D | None = None, units: int | None = None) -> DrawingMetadata:
     ents = tuple(entities)
+    if physical is not None:
+        # as the evaluator gets it: parsed from JSON, no string or number shared with this code
+        physical = Physical3D.model_validate_json(physical.model_dump_json())
     return DrawingMetadata(
         schema_version=4 if physical is not None else 3,
         source=SourceInfo(format="dxf", sha256="0" * 64, size=0, units=units),
@@ -369,10 +372,16 @@ PHYSICAL_CASES: dict[str, Physical3D] = {
 GOLD_NONE_CASES: dict[str, Physical3D] = {
     "gold-none-candidate-none": Physical3D(status="none"),
     "gold-none-candidate-box": BOX,
+    "gold-none-candidate-unknown": BOX.model_copy(update={"status": "unknown"}),
 }
 # Other golds: (gold body, candidate body).
 OTHER_GOLDS: dict[str, tuple[Physical3D, Physical3D]] = {
     "gold-unknown": (BOX.model_copy(update={"status": "unknown"}), BOX),
+    "solid-fewer-bodies": (BOX.model_copy(update={"bodies": 2}), BOX),
+    "many-bodies": (BOX.model_copy(update={"bodies": 300}), BOX.model_copy(update={"bodies": 300})),
+    "gold-all-solid-kinds": (BOX.model_copy(update={"sources": ("3DSOLID", "BODY", "REGION", "SURFACE")}),
+                             BOX.model_copy(update={"sources": ("MESH",)})),
+    "solid-unknown-long-reason": (BOX, BOX.model_copy(update={"status": "unknown", "reason": "x" * 400})),
     "gold-region-no-volume": (BOX.model_copy(update={"volume": 0.0, "sources": ("REGION",)}),
                               BOX.model_copy(update={"volume": 0.0, "sources": ("REGION",)})),
     "tiny-body": (Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
@@ -438,15 +447,17 @@ def cases() -> dict[str, Callable[[], Case]]:
             put(f"{name}/{spec_name}", mutated(lambda e: e, physical=BOX), mutated(lambda e: e, physical=physical),
                 {**SPECS[spec_name], **SOLID}, 4)
     for name, physical in GOLD_NONE_CASES.items():
-        put(f"{name}/free", mutated(lambda e: e, physical=Physical3D(status="none")),
-            mutated(lambda e: e, physical=physical), SOLID, 4)
+        for spec_name in ("free", "fixed"):
+            put(f"{name}/{spec_name}", mutated(lambda e: e, physical=Physical3D(status="none")),
+                mutated(lambda e: e, physical=physical), {**SPECS[spec_name], **SOLID}, 4)
     for name, (gold_body, cand_body) in OTHER_GOLDS.items():
         put(f"{name}/fixed", mutated(lambda e: e, physical=gold_body), mutated(lambda e: e, physical=cand_body),
             {**SPECS["fixed"], **SOLID}, 4)
     for label, gold_body in (("mesh-gold", MESH_GOLD), ("surface-gold", SURFACE_GOLD)):
         for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
-            put(f"{label}-{name}/free", mutated(lambda e: e, physical=gold_body),
-                mutated(lambda e: e, physical=PHYSICAL_CASES[name]), SOLID, 4)
+            for spec_name in ("free", "fixed"):
+                put(f"{label}-{name}/{spec_name}", mutated(lambda e: e, physical=gold_body),
+                    mutated(lambda e: e, physical=PHYSICAL_CASES[name]), {**SPECS[spec_name], **SOLID}, 4)
     for name, mutate in CASES.items():
         for spec_name in ("free", "fixed"):
             put(f"{name}/{spec_name}", plain, mutated(mutate), SPECS[spec_name])
