@@ -450,6 +450,8 @@ def cases() -> dict[str, Callable[[], Case]]:
         for spec_name in ("free", "fixed"):
             put(f"{name}/{spec_name}", mutated(lambda e: e, physical=Physical3D(status="none")),
                 mutated(lambda e: e, physical=physical), {**SPECS[spec_name], **SOLID}, 4)
+    put("gold-none-candidate-none-hole-missing/fixed", mutated(lambda e: e, physical=Physical3D(status="none")),
+        mutated(CASES["hole-missing"], physical=Physical3D(status="none")), {**SPECS["fixed"], **SOLID}, 4)
     for name, (gold_body, cand_body) in OTHER_GOLDS.items():
         put(f"{name}/fixed", mutated(lambda e: e, physical=gold_body), mutated(lambda e: e, physical=cand_body),
             {**SPECS["fixed"], **SOLID}, 4)
@@ -492,7 +494,9 @@ def cases() -> dict[str, Callable[[], Case]]:
     # the order the holes were drawn in or on where the grid is.
     # (Radius 1.9: a class of its own, so a shift moves the whole class.)
     def hole_grid(jitter: float = 0.0) -> list[Entity]:
-        return [CircleEntity(center=(300 + 10 * (k % 9) + (jitter if k % 2 else -jitter), 100 + 7 * (k // 9)),
+        # rows unevenly spaced: no symmetry makes two different subsets' spacings alike
+        return [CircleEntity(center=(300 + 10 * (k % 9) + (jitter if k % 2 else -jitter),
+                                     100 + 7 * (k // 9) + 0.5 * (k // 9) ** 2),
                              radius=1.9, layer="HOLES") for k in range(72)]
     grid = hole_grid()
     with_grid = _add(*grid)
