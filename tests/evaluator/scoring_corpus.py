@@ -389,6 +389,13 @@ OTHER_GOLDS: dict[str, tuple[Physical3D, Physical3D]] = {
                   Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
                              volume=0.150001, area=0.3006, centroid=(0.005, 0.005, 0.005), bodies=1,
                              sources=("3DSOLID",))),
+    # area 0.075 off: error 1.2 of the floor tolerance^2 at tolerance 0.25
+    "tiny-body-area": (Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
+                                  volume=1e-6, area=6e-4, centroid=(0.005, 0.005, 0.005), bodies=1,
+                                  sources=("3DSOLID",)),
+                       Physical3D(status="measured", extents=Extents3D(min=(0, 0, 0), max=(0.01, 0.01, 0.01)),
+                                  volume=1e-6, area=0.0756, centroid=(0.005, 0.005, 0.005), bodies=1,
+                                  sources=("3DSOLID",))),
 }
 MESH_GOLD = BOX.model_copy(update={"sources": ("MESH",)})
 SURFACE_GOLD = BOX.model_copy(update={"sources": ("3DSOLID", "SURFACE")})
@@ -453,8 +460,9 @@ def cases() -> dict[str, Callable[[], Case]]:
     put("gold-none-candidate-none-hole-missing/fixed", mutated(lambda e: e, physical=Physical3D(status="none")),
         mutated(CASES["hole-missing"], physical=Physical3D(status="none")), {**SPECS["fixed"], **SOLID}, 4)
     for name, (gold_body, cand_body) in OTHER_GOLDS.items():
-        put(f"{name}/fixed", mutated(lambda e: e, physical=gold_body), mutated(lambda e: e, physical=cand_body),
-            {**SPECS["fixed"], **SOLID}, 4)
+        for spec_name in ("fixed", "tight-fixed") if name.startswith("tiny-body") else ("fixed",):
+            put(f"{name}/{spec_name}", mutated(lambda e: e, physical=gold_body),
+                mutated(lambda e: e, physical=cand_body), {**SPECS[spec_name], **SOLID}, 4)
     for label, gold_body in (("mesh-gold", MESH_GOLD), ("surface-gold", SURFACE_GOLD)):
         for name in ("solid-identical", "solid-mesh-stand-in", "solid-body-too"):
             for spec_name in ("free", "fixed"):
