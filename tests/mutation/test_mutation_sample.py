@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -51,7 +52,7 @@ def test_the_configuration_names_files_tests_and_definitions_that_exist() -> Non
         for test in module.tests:
             assert (REPO / test.split("::")[0]).exists(), f"{module.name}: {test} does not exist"
         source = "\n".join((REPO / f).read_text() for f in files)
-        for name in module.definitions:
+        for name in (*module.definitions, *module.exclude):
             assert f"def {name}(" in source or f"class {name}" in source, f"{module.name}: no definition {name}"
     for entry in run.load_equivalent().values():
         assert entry.strip(), "every equivalent mutant needs its reason"
@@ -174,3 +175,74 @@ def test_equivalents_are_read_from_the_list_and_the_per_module_files(tmp_path: P
     (directory / "n.toml").write_text('[[equivalent]]\nid = "aaaaaaaaaaaa"\nreason = "another"\n')
     with pytest.raises(SystemExit, match="documented twice"):
         run.load_equivalent(main, directory)
+
+
+def test_a_module_scope_includes_definitions_and_leaves_out_exclusions() -> None:
+    base = dict(files=("x.py",), tests=("t.py",), timeout=1.0, pytest_args=())
+    everything = run.Module("m", **base)
+    only = run.Module("m", **base, definitions=("a", "b"))
+    rest = run.Module("m", **base, exclude=("a",))
+    assert everything.in_scope("a") and everything.in_scope("z")
+    assert only.in_scope("a") and not only.in_scope("z")
+    assert not rest.in_scope("a") and rest.in_scope("b") and rest.in_scope("z")
+    # the split modules of one file measure every definition once
+    items = [m for m in MODULES if m.name.startswith("evaluator.scoring-items")]
+    assert len(items) == 2
+    for name in ("_area_centroid", "primitive", "polyline"):
+        assert sum(m.in_scope(name) for m in items) == 1, name
+
+
+def test_a_failed_run_never_overwrites_a_measured_report(tmp_path: Path) -> None:
+    good = run.Result("m", ["x.py"], ["t.py"], total=10, killed=9, survived=1, finished="then")
+    run._write(good, tmp_path)
+    broken = run.Result("m", ["x.py"], ["t.py"], error="baseline failed (exit 1): ...")
+    run._write(broken, tmp_path, keep_measured=True)
+    kept = json.loads((tmp_path / "m.json").read_text())
+    assert kept["killed"] == 9 and not kept["error"]
+    assert "baseline failed" in (tmp_path / "m.error.md").read_text()
+    # a module never measured records the failure itself; a later success clears the error file
+    run._write(run.Result("n", ["y.py"], ["t.py"], error="baseline failed"), tmp_path, keep_measured=True)
+    assert json.loads((tmp_path / "n.json").read_text())["error"]
+    run._write(good, tmp_path)
+    assert not (tmp_path / "m.error.md").exists()
+
+
+def test_a_module_without_a_report_keeps_its_documented_row_marked(tmp_path: Path) -> None:
+    docs = tmp_path / "testing.md"
+    docs.write_text(
+        f"intro\n{run.DOCS_START}\n| module | mutants |\n|---|---|\n"
+        "| a | 10 | 9 | 0 | 1 | 0 | 90.0% | 2026-01-01 00:00 UTC |\n"
+        "| b | | | | | | not yet measured | |\n"
+        "#### Survivors documented as equivalent\n\n**a**\n\n* `123` x.py:1 `y` (op): why\n\n"
+        f"{run.DOCS_END}\nrest\n"
+    )
+    base = dict(files=("x.py",), tests=("t.py",), timeout=1.0, pytest_args=())
+    modules = [run.Module("a", **base), run.Module("b", **base), run.Module("c", **base)]
+    table = run.summary_markdown(modules, tmp_path / "reports", docs)
+    assert "| a | 10 | 9 | 0 | 1 | 0 | 90.0% | 2026-01-01 00:00 UTC (report not kept) |" in table
+    assert "| b | | | | | | not yet measured | |" in table and "| c | | | | | | not yet measured | |" in table
+    assert table.count(run.UNKEPT) == 1
+    assert "* `123` x.py:1 `y` (op): why" in run.equivalent_markdown(modules, tmp_path / "reports", docs)
+    # a report, once there, replaces the carried row
+    run._write(run.Result("a", ["x.py"], ["t.py"], total=4, killed=4, finished="now"), tmp_path / "reports")
+    assert "| a | 4 | 4 | 0 | 0 | 0 | 100.0% | now |" in run.summary_markdown(modules, tmp_path / "reports", docs)
+
+
+def test_a_stopped_exec_kills_its_process_group_and_says_why(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {marker}; wait"
+    started = time.monotonic()
+    assert run._exec(["bash", "-c", script], tmp_path, dict(os.environ), 1.0) == "--max-minutes"
+    assert time.monotonic() - started < 30
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert run._exec(["bash", "-c", "exit 3"], tmp_path, dict(os.environ), None) == "cosmic-ray exec exited 3"
+    assert run._exec(["true"], tmp_path, dict(os.environ), None) == ""
+    run._STOP.set()
+    try:
+        assert run._exec(["sleep", "60"], tmp_path, dict(os.environ), None) == "interrupted"
+    finally:
+        run._STOP.clear()
