@@ -250,6 +250,8 @@ CASES: dict[str, Mutator] = {
     "arc-end-angle": _replace(ARC, end_angle=93),
     "arc-center-0.55": _move(ARC, 0.55, 0.0),
     "arc-reversed": _replace(ARC, start_angle=90, end_angle=360),
+    # radius 0.6 off, centre and ends only 0.42 off: the radius alone decides
+    "arc-radius-and-centre": _replace(ARC, center=(199.7, 19.7), radius=10.6),
     "bulge-flipped": _replace(BULGE, bulges=(-0.5, 0.0)),
     "bulge-0.55": _replace(BULGE, bulges=(0.55, 0.0)),
     "ellipse-ratio": _replace(ELLIPSE, ratio=0.53),
@@ -280,14 +282,19 @@ CASES: dict[str, Mutator] = {
     "hatch-solid-as-pattern": _replace(HATCH_SOLID, pattern="solid", solid=False),
     "hatch-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140.6, 40), (140.6, 60), (120, 60)),)),
     "hatch-moved-0.6": _move(HATCH_PATTERN, 0.6, 0.0),
+    # area 450 for 400, same centroid: the area alone decides (error 50 / (0.5 * 20 * 4))
+    "hatch-area-centred": _replace(HATCH_SOLID, boundaries=(((119.393398, 39.393398), (140.606602, 39.393398),
+                                                             (140.606602, 60.606602), (119.393398, 60.606602)),)),
     "hatch-no-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),)),
     "hatch-no-boundary": _replace(HATCH_SOLID, boundaries=()),
     "hatch-two-loops": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40), (140, 60), (120, 60)),
                                                          ((125, 45), (130, 45), (130, 50)))),
     "insert-scale-0.0008": _replace(BOLT, scale=(1.0008, 1.0, 1.0)),
     "insert-scale-0.0012": _replace(BOLT, scale=(1.0, 1.0012, 1.0)),
+    "insert-scale-x-0.0012": _replace(BOLT, scale=(1.0012, 1.0, 1.0)),
     "insert-rotation-0.6": _replace(BOLT, rotation=30.6),
     "insert-rotation-wrap": _replace(BOLT, rotation=390.2),
+    "insert-rotation-wrap-0.6": _replace(BOLT, rotation=389.4),
     "insert-block-name": _replace(NUT, block="WASHER"),
     "insert-block-case": _replace(NUT, block="nut"),
     "insert-moved-0.6": _move(NUT, 0.6, 0.0),
@@ -535,6 +542,10 @@ def cases() -> dict[str, Callable[[], Case]]:
                                    layer="OUTLINE")
     put("small-square-as-rhombus/fine-fixed", mutated(_add(small_square)), mutated(_add(small_rhombus)),
         {"position": "fixed", "tolerance": Tolerance(geometric=0.1)})
+    # A curve shorter than the tolerance (length 0.28), moved by 0.7: in the falloff.
+    tiny = SplineEntity(points=((60, 90), (60.1, 90.1), (60.2, 90)), layer="OUTLINE")
+    put("tiny-spline-moved-0.7/fixed", mutated(_add(tiny)), mutated(_add(shift_entity(tiny, 0.7, 0.0))),
+        SPECS["fixed"])
     # A note longer than the compared length (200 characters), edited.
     note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
             "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "

@@ -183,3 +183,18 @@ def test_a_square_drawn_as_a_rhombus_of_the_same_sides_is_told_by_its_area() -> 
     topology = component("square-as-rhombus/fixed", "topology")["details"]
     assert topology["profiles.score"] == pytest.approx(dice(4 + credit(area_err), 5, 5), abs=1e-6)
     assert component("tiny-profile/fixed", "topology")["details"]["profiles.score"] == 1.0
+
+
+def test_each_entity_error_decides_alone_where_the_others_are_within_tolerance() -> None:
+    def matched(key: str, kind: str) -> float:
+        return float(component(f"{key}/fixed", "entities")["details"][f"{kind}.matched"])
+
+    # two arcs (the ARC and the bulge); radius 0.6 off while centre and ends are 0.42 off
+    assert matched("arc-radius-and-centre", "arc") == pytest.approx(1 + credit(0.6 / 0.5))
+    # a solid hatch of area 450 for 400 at the same centroid: tolerance 0.5 * sqrt(400) * 4
+    assert matched("hatch-area-centred", "hatch") == pytest.approx(1 + credit(50 / 40), abs=1e-5)
+    # block scale along x, and a rotation 0.6 degrees off across the 360 wrap (tolerance 0.5)
+    assert matched("insert-scale-x-0.0012", "insert") == pytest.approx(1 + credit(0.0012 / 0.001))
+    assert matched("insert-rotation-wrap-0.6", "insert") == pytest.approx(1 + credit(0.6 / 0.5))
+    # four curves of the gold plus one shorter than the tolerance, moved 0.7 (its Hausdorff distance)
+    assert matched("tiny-spline-moved-0.7", "curve") == pytest.approx(4 + credit(0.7 / 0.5))

@@ -42,7 +42,7 @@ def _penalised(weighted: float, defects: float) -> float:
 def _evaluate(g: _Side, c: _Side, spec: ScoringSpec, errs: dict[str, ErrFn]) -> _Evaluation:
     tol = spec.tolerance
     weights = spec.weights.as_dict()
-    entities, matches = _entities(g, c, errs)
+    entities, matches = _entities(g, c, errs, tol)
     texts, text_match = _texts(g, c, tol)
     dims, dim_match = _dimensions(g, c, tol)
     matched = [(name, g.kinds[name], c.kinds[name], m) for name, m in matches]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autocad_bench_evaluator.scoring.constants import ANGLE_TOLERANCE_DEG, SCALE_TOLERANCE
+from autocad_bench_evaluator.scoring.constants import ANGLE_TOLERANCE_DEG, CREDIT_FALLOFF, SCALE_TOLERANCE
 from autocad_bench_evaluator.scoring.items import Array, Index, _Kind, _Side
 from autocad_bench_evaluator.scoring.matching import (
     ErrFn,
@@ -111,7 +111,14 @@ def _hausdorff(a: Array, b: Array) -> float:
     return max(float(directed_hausdorff(a, b)[0]), float(directed_hausdorff(b, a)[0]))
 
 
-def _entities(g: _Side, c: _Side, errs: dict[str, ErrFn]) -> tuple[_Component, list[tuple[str, _Match]]]:
+def _entities(
+    g: _Side, c: _Side, errs: dict[str, ErrFn], tol: Tolerance
+) -> tuple[_Component, list[tuple[str, _Match]]]:
+    # Every kind's error is at least its anchor distance over ``tol.geometric`` (the anchor is a
+    # segment's midpoint, an arc's or circle's centre, a point, a hatch's centroid, an insertion
+    # point), so no candidate farther than this from every gold anchor can earn credit. Curves
+    # (anchor: the mean of their points) are the exception and keep the nearest-only pruning.
+    reach = (1.0 + CREDIT_FALLOFF) * tol.geometric
     credit = 0.0
     n_g = n_c = 0
     details: dict[str, float | int | str] = {}
@@ -120,7 +127,7 @@ def _entities(g: _Side, c: _Side, errs: dict[str, ErrFn]) -> tuple[_Component, l
         gk, ck = g.kinds[name], c.kinds[name]
         if gk.n == 0 and ck.n == 0:
             continue
-        match = _match_kind(gk, ck, fn)
+        match = _match_kind(gk, ck, fn, 0.0 if name == "curve" else reach)
         matches.append((name, match))
         credit += match.credit
         n_g += gk.n
