@@ -263,12 +263,50 @@ class Result:
     partial: str = ""
     pending: int = 0
     annotations: int = 0
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    """sha256 of each measured file: a recheck refuses files that changed since."""
+    rechecked: list[str] = dataclasses.field(default_factory=list)
+    """One line per ``--recheck``: when, and how many survivors the tests then killed."""
 
     @property
     def kill_rate(self) -> float | None:
         """Killed among the mutants that are not documented as equivalent (or incompetent)."""
         scored = self.killed + self.survived
         return self.killed / scored if scored else None
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _start_server(module: Module, copy: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """The module's warm pytest server in ``copy`` (``mutation/warm.py``), ready; its socket."""
+    work = copy / ".mutation-work"
+    work.mkdir(exist_ok=True)
+    sock = str(work / f"{module.name}.sock")
+    for stale in (sock, sock + ".ready"):
+        Path(stale).unlink(missing_ok=True)
+    python = str(copy / ".venv" / "bin" / "python")
+    server = subprocess.Popen(
+        [python, str(copy / "mutation" / "warm.py"), "serve", sock, "--", *module.pytest_args, *module.tests],
+        cwd=copy,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while not Path(sock + ".ready").exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            raise RuntimeError(f"{module.name}: the warm pytest server did not start")
+        time.sleep(0.5)
+    return server, sock
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def run_module(
@@ -281,25 +319,11 @@ def run_module(
     result = Result(
         module.name, files, list(module.tests), definitions=list(module.definitions), exclude=list(module.exclude)
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env = _env()
     work = copy / ".mutation-work"
     work.mkdir(exist_ok=True)
-    sock = str(work / f"{module.name}.sock")
-    for stale in (sock, sock + ".ready"):
-        Path(stale).unlink(missing_ok=True)
-    server = subprocess.Popen(
-        [python, str(copy / "mutation" / "warm.py"), "serve", sock, "--", *module.pytest_args, *module.tests],
-        cwd=copy,
-        env=env,
-        start_new_session=True,
-    )
+    server, sock = _start_server(module, copy, env)
     try:
-        deadline = time.monotonic() + 600
-        while not Path(sock + ".ready").exists():
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{module.name}: the warm pytest server did not start")
-            time.sleep(0.5)
         timeout = module.timeout
         client = [python, str(copy / "mutation" / "warm.py"), "client", sock, str(timeout), "--"]
         command = [*client, *module.pytest_args, *module.tests]
@@ -334,6 +358,7 @@ def run_module(
         # (--max-minutes, Ctrl-C) leaves the file mutated, which would corrupt both this
         # report's ids and the next module's run in the same copy.
         originals = {path: (copy / path).read_bytes() for path in files}
+        result.sources = {path: _sha256(data) for path, data in originals.items()}
         subprocess.run([cosmic, "init", str(cfg), str(session)], cwd=copy, env=env, check=True)
         result.annotations = _skip_annotations(session, copy, module)
         _skip_outside(session, module)
@@ -352,6 +377,69 @@ def run_module(
         server.wait()
     _collect(result, copy, session, equivalent)
     result.seconds = round(time.monotonic() - started, 1)
+    return _write(result, reports)
+
+
+def recheck_module(module: Module, copy: Path, reports: Path, equivalent: dict[str, str]) -> Result | None:
+    """Run only the survivors of ``module``'s report again, against the tests as they are now,
+    and record the ones they kill (a test written for a survivor, checked without rerunning
+    every mutant). Refused (None, with the reason logged) when there is no complete report or
+    a measured file changed since it was written: then only a full run says anything."""
+    path = reports / f"{module.name}.json"
+    if not path.exists():
+        _log(f"{module.name}: no report to recheck")
+        return None
+    data = json.loads(path.read_text())
+    fields = {f.name for f in dataclasses.fields(Result)}
+    result = Result(**{k: v for k, v in data.items() if k in fields})
+    if result.error or result.partial:
+        _log(f"{module.name}: the report is not a complete run; run the module in full")
+        return None
+    files = module.paths(copy)
+    now = {f: _sha256((copy / f).read_bytes()) for f in files}
+    if not result.sources or now != result.sources:
+        _log(f"{module.name}: the measured files changed since the report (or it predates their checksums); "
+             "run the module in full")
+        return None
+    survivors = [s for s in result.survivors if str(s["id"]) not in equivalent]
+    by_id = {m.id: m for f in files for m in enumerate_mutants(copy, f)}
+    env = _env()
+    python = str(copy / ".venv" / "bin" / "python")
+    server, sock = _start_server(module, copy, env)
+    killed: list[str] = []
+    try:
+        timeout = max(module.timeout, 3 * result.baseline_seconds + 10)
+        command = [python, str(copy / "mutation" / "warm.py"), "client", sock, str(timeout), "--",
+                   *module.pytest_args, *module.tests]
+        if subprocess.run(command, cwd=copy, env=env, capture_output=True).returncode != 0:
+            _log(f"{module.name}: the unmutated tests fail; nothing rechecked")
+            return None
+        for entry in survivors:
+            if _STOP.is_set():
+                return None
+            mutant = by_id.get(str(entry["id"]))
+            if mutant is None:
+                raise RuntimeError(f"{module.name}: survivor {entry['id']} is not a mutant of the measured files")
+            original = (copy / mutant.path).read_bytes()
+            try:
+                (copy / mutant.path).write_text(mutate_source(copy, mutant))
+                try:
+                    rc = subprocess.run(command, cwd=copy, env=env, capture_output=True, timeout=timeout).returncode
+                except subprocess.TimeoutExpired:
+                    rc = -1  # as cosmic-ray counts it: a timeout kills
+            finally:
+                (copy / mutant.path).write_bytes(original)
+            if rc != 0:
+                killed.append(mutant.id)
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    result.survivors = [s for s in result.survivors if s["id"] not in killed]
+    result.survived = len([s for s in result.survivors if str(s["id"]) not in equivalent])
+    result.killed += len(killed)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    result.rechecked.append(f"{stamp}: {len(killed)} of {len(survivors)} survivors killed by the tests of then")
+    _log(f"{module.name}: recheck killed {len(killed)} of {len(survivors)} survivors")
     return _write(result, reports)
 
 
@@ -520,6 +608,7 @@ def module_markdown(r: Result) -> str:
           if r.definitions else []),
         *([f"Scope: mutants inside {', '.join(r.exclude)} were skipped (another module measures them).", ""]
           if r.exclude else []),
+        *([f"Rechecked (survivors only, same files): {'; '.join(r.rechecked)}.", ""] if r.rechecked else []),
         *([f"Not run: {r.annotations} mutants inside annotations (never evaluated: the files postpone them).", ""]
           if r.annotations else []),
         "| mutants | killed | (of which timeout) | survived | equivalent | incompetent | kill rate |",
@@ -634,7 +723,7 @@ def summary_markdown(modules: list[Module], reports: Path, docs: Path = DOCS) ->
             mark += f" (partial: {d['pending']} not run)"
         rows.append(
             f"| {m.name} | {d['total']} | {d['killed']} | {d['timeout']} | {d['survived']} | {d['equivalent']} "
-            f"| {_pct(rate)}{mark} | {d['finished']} |"
+            f"| {_pct(rate)}{mark} | {d['finished']}{' (survivors rechecked ' + d['rechecked'][-1].split(': ')[0] + ')' if d.get('rechecked') else ''} |"
         )
     return "\n".join(rows) + "\n"
 
@@ -668,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-minutes", type=float, help="stop each module's run after this long (partial report)")
     parser.add_argument("--update-docs", action="store_true", help="rewrite the table in docs/testing.md")
     parser.add_argument("--docs-only", action="store_true", help="only rebuild summary.md (and docs) from reports")
+    parser.add_argument("--recheck", action="store_true",
+                        help="rerun only each report's survivors against the current tests (files unchanged)")
     args = parser.parse_args(argv)
     modules, _ = load_config()
     if args.list:
@@ -695,6 +786,11 @@ def main(argv: list[str] | None = None) -> int:
             with lock:
                 copy = copies.pop()
             try:
+                if args.recheck:
+                    rechecked = recheck_module(module, copy, args.reports, equivalent)
+                    if rechecked is None:
+                        return Result(module.name, [], [], error="not rechecked (see the log)")
+                    return rechecked
                 return run_module(module, copy, args.reports, equivalent, args.max_minutes)
             finally:
                 with lock:

@@ -246,3 +246,37 @@ def test_a_stopped_exec_kills_its_process_group_and_says_why(tmp_path: Path) -> 
         assert run._exec(["sleep", "60"], tmp_path, dict(os.environ), None) == "interrupted"
     finally:
         run._STOP.clear()
+
+
+def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    (copy / "mutation").mkdir(parents=True)
+    shutil.copy2(REPO / "mutation" / "warm.py", copy / "mutation" / "warm.py")
+    (copy / ".venv").symlink_to(REPO / ".venv")
+    (copy / "tests").mkdir()
+    (copy / "tests" / "__init__.py").write_text("")
+    (copy / "tests" / "calc.py").write_text("def double(x):\n    return x * 2\n\n\ndef half(x):\n    return x / 2\n")
+    test = copy / "tests" / "test_calc.py"
+    test.write_text("from tests.calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    module = run.Module("calc", ("tests/calc.py",), ("tests/test_calc.py",), 30.0,
+                        ("-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly"))
+    mutants = {(m.operator.split("_")[-1], m.line): m for m in run.enumerate_mutants(copy, "tests/calc.py")}
+    in_double, in_half = mutants[("Add", 2)], mutants[("Add", 6)]  # x * 2 -> x + 2 (equal at 2, not 3); x / 2 -> x + 2
+    source = (copy / "tests" / "calc.py").read_bytes()
+    reports = tmp_path / "reports"
+    entry = lambda m: {"id": m.id, "location": f"{m.path}:{m.line}", "operator": m.operator, "line": m.source_line,
+                       "diff": ""}  # noqa: E731
+    run._write(run.Result("calc", ["tests/calc.py"], list(module.tests), total=3, killed=1, survived=2,
+                          survivors=[entry(in_double), entry(in_half)], finished="then",
+                          sources={"tests/calc.py": run._sha256(source)}), reports)
+    result = run.recheck_module(module, copy, reports, {})
+    assert result is not None
+    assert [s["id"] for s in result.survivors] == [in_half.id]  # nothing tests half(): it stays
+    assert (result.killed, result.survived) == (2, 1) and len(result.rechecked) == 1
+    assert (copy / "tests" / "calc.py").read_bytes() == source  # every mutant was undone
+    stored = json.loads((reports / "calc.json").read_text())
+    assert stored["killed"] == 2 and "1 of 2 survivors killed" in stored["rechecked"][0]
+    # the measured file changed: a recheck would say nothing about the measured code
+    (copy / "tests" / "calc.py").write_bytes(source + b"\n# edited\n")
+    assert run.recheck_module(module, copy, reports, {}) is None
+    assert json.loads((reports / "calc.json").read_text()) == stored
