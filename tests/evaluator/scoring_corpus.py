@@ -236,6 +236,8 @@ CASES: dict[str, Mutator] = {
     "hole-radius-plus-half-tolerance": _replace(HOLE3, radius=4.25),
     "small-hole-radius-between": _replace(SMALL0, radius=2.8),
     "hole-on-wrong-layer": _replace(HOLE0, layer="OUTLINE"),
+    # a hole drawn twice, first on the wrong layer: the copy on the right layer is the match
+    "hole-twice-wrong-layer-first": lambda ents: [ents[HOLE0].model_copy(update={"layer": "OUTLINE"}), *ents],
     "holes-on-layer-0": lambda ents: [e.model_copy(update={"layer": "0"}) if isinstance(e, CircleEntity) else e
                                       for e in ents],
     "line-end-0.6": _replace(OPEN_B, end=(50, 80.6)),
@@ -266,6 +268,8 @@ CASES: dict[str, Mutator] = {
     "text-moved-0.6": _move(TEXT_A, 0.6, 0.0),
     "text-content": _replace(TEXT_A, content="PLATE B"),
     "text-content-far": _replace(TEXT_A, content="XYZ"),
+    # nothing in common and misplaced: no pair, so its placement does not count either
+    "text-content-far-moved": _then(_replace(TEXT_A, content="XYZ"), _move(TEXT_A, 0.6, 0.0)),
     "text-case-space": _replace(TEXT_A, content="  plate   a "),
     "text-content-prefix": _replace(TEXT_A, content="PLATE"),
     "text-height-0.2": _replace(TEXT_A, height=3.2),
@@ -546,6 +550,13 @@ def cases() -> dict[str, Callable[[], Case]]:
     tiny = SplineEntity(points=((60, 90), (60.1, 90.1), (60.2, 90)), layer="OUTLINE")
     put("tiny-spline-moved-0.7/fixed", mutated(_add(tiny)), mutated(_add(shift_entity(tiny, 0.7, 0.0))),
         SPECS["fixed"])
+    # ... and by 2.6 at a tolerance of 2 (error 1.3): far beyond its own length, still in reach.
+    put("tiny-spline-moved-2.6/coarse-fixed", mutated(_add(tiny)), mutated(_add(shift_entity(tiny, 2.6, 0.0))),
+        {"position": "fixed", "tolerance": Tolerance(geometric=2.0)})
+    # Ten texts, one moved far away: its words still earn half a text, found beyond its 8 nearest.
+    notes = [TextEntity(content=f"NOTE {k}", insert=(0, -40 - 4 * k), height=2, layer="TEXT") for k in range(10)]
+    far = [*notes[:9], shift_entity(notes[9], 150.0, 0.0)]
+    put("ten-notes-one-far/fixed", mutated(_add(*notes)), mutated(_add(*far)), SPECS["fixed"])
     # A note longer than the compared length (200 characters), edited.
     note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
             "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "

@@ -198,3 +198,5 @@ def test_each_entity_error_decides_alone_where_the_others_are_within_tolerance()
     assert matched("insert-rotation-wrap-0.6", "insert") == pytest.approx(1 + credit(0.6 / 0.5))
     # four curves of the gold plus one shorter than the tolerance, moved 0.7 (its Hausdorff distance)
     assert matched("tiny-spline-moved-0.7", "curve") == pytest.approx(4 + credit(0.7 / 0.5))
+    curves = component("tiny-spline-moved-2.6/coarse-fixed", "entities")["details"]["curve.matched"]
+    assert curves == pytest.approx(4 + credit(2.6 / 2.0))

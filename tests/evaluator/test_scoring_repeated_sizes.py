@@ -78,3 +78,13 @@ def test_size_matching_equals_the_full_optimal_assignment(gold: list[float], can
     distinct = max(1, len(np.unique(g)) * len(np.unique(c)))
     assert _credit_1d(g, c, tol, limit=distinct) == pytest.approx(want, abs=1e-9)
     assert _credit_1d(g, c, tol, limit=0) <= want + 1e-9
+
+
+def test_six_hundred_distinct_close_sizes_match_themselves() -> None:
+    """More distinct sizes in one block than the size matching takes in full (600 x 600 pairs
+    of lengths 10.000 ... 10.599, each within reach of the others): the last resort, each gold
+    size's nearest candidates, still finds every size's own."""
+    lines = [LineEntity(start=(0, 2 * k), end=(10 + 0.001 * k, 2 * k)) for k in range(600)]
+    report = score_drawing(metadata(lines), metadata(list(reversed(lines))), ScoringSpec(task_id="f"), "v")
+    assert report.components["dimensions"].details["sizes.score"] == 1.0
+    assert report.score == 1.0 and report.defects == 0.0
