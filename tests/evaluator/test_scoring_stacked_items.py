@@ -75,3 +75,4 @@ def test_a_candidate_within_tolerance_of_a_stacked_field_scores_one(
     spec = ScoringSpec(task_id="stack", position="fixed", tolerance=Tolerance(geometric=geometric))
     report = score_drawing(metadata(gold), metadata(cand), spec, "v")
     assert report.components["entities"].score == 1.0, report.components["entities"].details
+

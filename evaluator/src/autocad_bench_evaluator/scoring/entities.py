@@ -116,8 +116,9 @@ def _entities(
 ) -> tuple[_Component, list[tuple[str, _Match]]]:
     # Every kind's error is at least its anchor distance over ``tol.geometric`` (the anchor is a
     # segment's midpoint, an arc's or circle's centre, a point, a hatch's centroid, an insertion
-    # point), so no candidate farther than this from every gold anchor can earn credit. Curves
-    # (anchor: the mean of their points) are the exception and keep the nearest-only pruning.
+    # point), so no candidate farther than this from every gold anchor can earn credit. A curve's
+    # anchor (the mean of its points) bounds nothing: beyond reach, a huge drawing's curves are
+    # matched among the nearest only.
     reach = (1.0 + CREDIT_FALLOFF) * tol.geometric
     credit = 0.0
     n_g = n_c = 0
@@ -127,7 +128,7 @@ def _entities(
         gk, ck = g.kinds[name], c.kinds[name]
         if gk.n == 0 and ck.n == 0:
             continue
-        match = _match_kind(gk, ck, fn, 0.0 if name == "curve" else reach)
+        match = _match_kind(gk, ck, fn, reach)
         matches.append((name, match))
         credit += match.credit
         n_g += gk.n

@@ -52,30 +52,30 @@ def _layer_diff(g: _Kind, c: _Kind, gi: Index, ci: Index) -> Array:
     return (gl[:, None] != cl[None, :]).astype(float)  # type: ignore[no-any-return]
 
 
-def _prune(g: _Kind, c: _Kind, reach: float = 0.0) -> Index:
+def _prune(g: _Kind, c: _Kind, reach: float) -> Index:
     """Indices of the candidate items worth matching: all of them unless the problem is huge
     (more than ``_PRUNE_PRODUCT`` pairs); then the ``_PRUNE_K`` nearest to each gold item's
-    anchor, and every candidate whose anchor lies within ``reach`` of a gold item's.
+    anchor, and every candidate whose anchor lies within ``reach`` of a gold item's (at 0: the
+    coincident ones).
 
-    With ``reach`` the anchor distance beyond which a kind earns no credit, pruning changes the
-    running time and never the score. The nearest alone are not enough: more than ``_PRUNE_K``
-    coincident items (stacked copies) all compete for the same few places, and an exact copy of
-    such a drawing lost credit against itself.
+    The nearest alone are not enough: more than ``_PRUNE_K`` coincident items (stacked copies)
+    all compete for the same few places, and an exact copy of such a drawing lost credit against
+    itself. Where ``reach`` is the anchor distance beyond which a kind earns no credit, pruning
+    changes the running time and never the score.
     """
     if g.n * c.n <= _PRUNE_PRODUCT or g.n == 0:
         return np.arange(c.n)
     tree = cKDTree(c.anchors())
     _, idx = tree.query(g.anchors(), k=min(_PRUNE_K, c.n))
-    keep = [np.asarray(idx, dtype=np.intp).reshape(-1)]
-    if reach > 0.0:
-        keep += [np.asarray(near, dtype=np.intp) for near in tree.query_ball_point(g.anchors(), r=reach)]
-    return np.unique(np.concatenate(keep))
+    near = tree.query_ball_point(g.anchors(), r=reach)
+    return np.unique(np.concatenate([np.asarray(idx, dtype=np.intp).reshape(-1),
+                                     *[np.asarray(n, dtype=np.intp) for n in near]]))
 
 
 ErrFn = Callable[[_Kind, _Kind, Index, Index], tuple[Array, Array]]
 
 
-def _match_kind(g: _Kind, c: _Kind, err_fn: ErrFn, reach: float = 0.0) -> _Match:
+def _match_kind(g: _Kind, c: _Kind, err_fn: ErrFn, reach: float) -> _Match:
     """The optimal matching of one kind; ``reach`` as in :func:`_prune`."""
     if g.n == 0 or c.n == 0:
         return _Match()

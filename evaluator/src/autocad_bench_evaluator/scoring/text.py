@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from autocad_bench_evaluator.scoring.constants import ANGLE_TOLERANCE_DEG, TEXT_HEIGHT_FRACTION
+from autocad_bench_evaluator.scoring.constants import ANGLE_TOLERANCE_DEG, CREDIT_FALLOFF, TEXT_HEIGHT_FRACTION
 from autocad_bench_evaluator.scoring.items import _Side
 from autocad_bench_evaluator.scoring.matching import (
     _assign,
@@ -33,7 +33,9 @@ def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
         return _Component(1.0, False), _Match()
     if gt.n == 0 or ct.n == 0:
         return _Component(0.0, True, gt.n, ct.n, defects=float(gt.n + ct.n)), _Match()
-    ci = _prune(gt, ct)
+    # Within reach: stacked copies of a text all stay candidates. Beyond, a text's words still
+    # earn half of it, so a huge drawing's far texts are matched among the nearest only.
+    ci = _prune(gt, ct, (1.0 + CREDIT_FALLOFF) * tol.geometric)
     gi = np.arange(gt.n)
     content = np.zeros((gt.n, len(ci)))
     for i, gl in enumerate(gt.labels):
