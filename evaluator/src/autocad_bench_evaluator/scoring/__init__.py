@@ -25,7 +25,12 @@ How it works:
    error ``e`` is its worst deviation divided by that quantity's tolerance; credit is 1 for
    ``e <= 1`` and falls linearly to 0 at ``e = 1 + CREDIT_FALLOFF`` (1.5). A component's score
    is the Dice/F1 measure ``2 * credit / (gold items + candidate items)``: missing and extra
-   items both cost.
+   items both cost. A kind with more than 250,000 gold-candidate pairs is matched among, for
+   each gold item, its 8 nearest candidates and every candidate within ``1.5 * tol`` of it:
+   still exact for every kind whose error bounds its anchor distance (all but curves and
+   texts; a far text still earns half for its words). Multisets of sizes are matched exactly
+   whatever they repeat, except one block of more than 250,000 pairs of *distinct* sizes,
+   matched among each gold size's 8 nearest on either side (approximate).
 4. Component scores are combined with the spec's weights over the *applicable* components
    (a component is not applicable when neither drawing has anything it measures). Then every
    *defect* costs on top (:func:`~autocad_bench_evaluator.scoring.aggregate._penalised`): the
