@@ -37,6 +37,7 @@ from autocad_bench_evaluator.metadata import (
     InsertEntity,
     LayerInfo,
     LineEntity,
+    OtherEntity,
     Physical3D,
     PointEntity,
     PolylineEntity,
@@ -299,6 +300,7 @@ CASES: dict[str, Mutator] = {
     "insert-rotation-0.6": _replace(BOLT, rotation=30.6),
     "insert-rotation-wrap": _replace(BOLT, rotation=390.2),
     "insert-rotation-wrap-0.6": _replace(BOLT, rotation=389.4),
+    "insert-rotation-over-wrap-0.6": _replace(BOLT, rotation=390.6),
     "insert-block-name": _replace(NUT, block="WASHER"),
     "insert-block-case": _replace(NUT, block="nut"),
     "insert-moved-0.6": _move(NUT, 0.6, 0.0),
@@ -557,6 +559,14 @@ def cases() -> dict[str, Callable[[], Case]]:
     notes = [TextEntity(content=f"NOTE {k}", insert=(0, -40 - 4 * k), height=2, layer="TEXT") for k in range(10)]
     far = [*notes[:9], shift_entity(notes[9], 150.0, 0.0)]
     put("ten-notes-one-far/fixed", mutated(_add(*notes)), mutated(_add(*far)), SPECS["fixed"])
+    # A block scaled unevenly (x 2, y 3), drawn exactly and with x and y swapped.
+    uneven = InsertEntity(block="PLATE", insert=(250, 80), scale=(2.0, 3.0, 1.0), layer="PARTS")
+    put("insert-uneven-scale/fixed", mutated(_add(uneven)), mutated(_add(uneven)), SPECS["fixed"])
+    put("insert-uneven-scale-swapped/fixed", mutated(_add(uneven)),
+        mutated(_add(uneven.model_copy(update={"scale": (3.0, 2.0, 1.0)}))), SPECS["fixed"])
+    # Thirty kinds of other objects: the listed kinds are cut at 300 characters.
+    others = [OtherEntity(source=f"ACAD_PROXY_OBJECT_{k:02d}", layer="OUTLINE") for k in range(30)]
+    put("many-other-kinds/fixed", mutated(_add(*others)), mutated(_add(*others[:29])), SPECS["fixed"])
     # A note longer than the compared length (200 characters), edited.
     note = ("GENERAL NOTES: 1. ALL DIMENSIONS IN MILLIMETRES UNLESS OTHERWISE STATED. 2. REMOVE ALL BURRS AND "
             "SHARP EDGES. 3. SURFACE FINISH RA 3.2 EXCEPT WHERE NOTED. 4. MATERIAL: ALUMINIUM 6061-T6, ANODISED "

@@ -76,3 +76,12 @@ def test_a_candidate_within_tolerance_of_a_stacked_field_scores_one(
     report = score_drawing(metadata(gold), metadata(cand), spec, "v")
     assert report.components["entities"].score == 1.0, report.components["entities"].details
 
+
+
+def test_a_stacked_cluster_moved_into_the_falloff_keeps_its_credit_at_a_coarse_tolerance() -> None:
+    # tolerance 2: twelve stacked points 2.6 off (error 1.3, credit 0.4 each), all twelve matched
+    gold = [*_field(FIELD), *[PointEntity(location=(500, 500), layer="P")] * 12]
+    cand = [*_field(FIELD), *[PointEntity(location=(502.6, 500), layer="P")] * 12]
+    spec = ScoringSpec(task_id="stack", position="fixed", tolerance=Tolerance(geometric=2.0))
+    report = score_drawing(metadata(gold), metadata(cand), spec, "v")
+    assert report.components["entities"].details["point.matched"] == pytest.approx(FIELD + 12 * 0.4)
