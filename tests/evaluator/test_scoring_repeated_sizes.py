@@ -88,3 +88,14 @@ def test_six_hundred_distinct_close_sizes_match_themselves() -> None:
     report = score_drawing(metadata(lines), metadata(list(reversed(lines))), ScoringSpec(task_id="f"), "v")
     assert report.components["dimensions"].details["sizes.score"] == 1.0
     assert report.score == 1.0 and report.defects == 0.0
+
+
+def test_six_hundred_equal_lines_all_drawn_0_6_too_long_earn_the_falloff_credit() -> None:
+    """One gold size and one candidate size, 600 of each: a single pair of sizes with credit,
+    matched with its counts (600 x 600 pairs is more than the full matching takes)."""
+    gold = [LineEntity(start=(0, 2 * k), end=(10, 2 * k)) for k in range(600)]
+    cand = [LineEntity(start=(0, 2 * k), end=(10.6, 2 * k)) for k in range(600)]
+    report = score_drawing(metadata(gold), metadata(cand), ScoringSpec(task_id="f"), "v")
+    # 600 lengths and the width 0.6 too long (credit 0.6 each), the height right
+    matched = 600 * 0.6 + 0.6 + 1
+    assert report.components["dimensions"].details["sizes.score"] == pytest.approx(matched / 602, abs=1e-6)
