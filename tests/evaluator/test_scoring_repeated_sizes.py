@@ -81,21 +81,31 @@ def test_size_matching_equals_the_full_optimal_assignment(gold: list[float], can
 
 
 def test_six_hundred_distinct_close_sizes_match_themselves() -> None:
-    """More distinct sizes in one block than the size matching takes in full (600 x 600 pairs
-    of lengths 10.000 ... 10.599, each within reach of the others): the last resort, each gold
-    size's nearest candidates, still finds every size's own."""
+    """600 distinct lengths 10.000 ... 10.599 in one block, each within reach of the others
+    (more pairs than the matching of 2D items takes in full), drawn in reverse order."""
     lines = [LineEntity(start=(0, 2 * k), end=(10 + 0.001 * k, 2 * k)) for k in range(600)]
     report = score_drawing(metadata(lines), metadata(list(reversed(lines))), ScoringSpec(task_id="f"), "v")
     assert report.components["dimensions"].details["sizes.score"] == 1.0
     assert report.score == 1.0 and report.defects == 0.0
 
 
-def test_six_hundred_equal_lines_all_drawn_0_6_too_long_earn_the_falloff_credit() -> None:
-    """One gold size and one candidate size, 600 of each: a single pair of sizes with credit,
-    matched with its counts (600 x 600 pairs is more than the full matching takes)."""
-    gold = [LineEntity(start=(0, 2 * k), end=(10, 2 * k)) for k in range(600)]
-    cand = [LineEntity(start=(0, 2 * k), end=(10.6, 2 * k)) for k in range(600)]
-    report = score_drawing(metadata(gold), metadata(cand), ScoringSpec(task_id="f"), "v")
-    # 600 lengths and the width 0.6 too long (credit 0.6 each), the height right
-    matched = 600 * 0.6 + 0.6 + 1
-    assert report.components["dimensions"].details["sizes.score"] == pytest.approx(matched / 602, abs=1e-6)
+def test_eleven_hundred_equal_lines_all_drawn_0_6_too_long_earn_the_falloff_credit() -> None:
+    """One gold size and one candidate size, 1,100 of each: a single pair of sizes with credit,
+    matched with its counts (1,100 x 1,100 pairs is more than the full matching takes)."""
+    gold = [LineEntity(start=(0, 2 * k), end=(10, 2 * k)) for k in range(1100)]
+    cand = [LineEntity(start=(0, 2 * k), end=(10.6, 2 * k)) for k in range(1100)]
+    report = score_drawing(metadata(gold), metadata(cand), ScoringSpec(task_id="f", position="fixed"), "v")
+    # 1,100 lengths and the width 0.6 too long (credit 0.6 each), the height right
+    matched = 1100 * 0.6 + 0.6 + 1
+    assert report.components["dimensions"].details["sizes.score"] == pytest.approx(matched / 1102, abs=1e-6)
+
+
+def test_six_hundred_distinct_close_sizes_all_0_3_too_long_match_in_full() -> None:
+    """600 different lengths within 0.6 of each other, every one drawn 0.3 too long (within
+    tolerance): every size matches. The nearest-only pruning this once fell back to matched
+    barely half (sizes part 0.51, 586 defects)."""
+    gold = [LineEntity(start=(0, 2 * k), end=(10 + 0.001 * k, 2 * k)) for k in range(600)]
+    cand = [LineEntity(start=(0, 2 * k), end=(10.3 + 0.001 * k, 2 * k)) for k in range(600)]
+    report = score_drawing(metadata(gold), metadata(cand), ScoringSpec(task_id="f", position="fixed"), "v")
+    assert report.components["dimensions"].details["sizes.score"] == 1.0
+    assert report.components["dimensions"].details["defects"] == 0.0

@@ -29,8 +29,9 @@ How it works:
    each gold item, its 8 nearest candidates and every candidate within ``1.5 * tol`` of it:
    still exact for every kind whose error bounds its anchor distance (all but curves and
    texts; a far text still earns half for its words). Multisets of sizes are matched exactly
-   whatever they repeat, except one block of more than 250,000 pairs of *distinct* sizes,
-   matched among each gold size's 8 nearest on either side (approximate).
+   whatever they repeat, except a block of over a million pairs of *distinct* sizes within
+   reach of each other (over a thousand different sizes, each within ``1.5 * tol`` of the
+   others), matched among each gold size's 8 nearest on either side (approximate).
 4. Component scores are combined with the spec's weights over the *applicable* components
    (a component is not applicable when neither drawing has anything it measures). Then every
    *defect* costs on top (:func:`~autocad_bench_evaluator.scoring.aggregate._penalised`): the

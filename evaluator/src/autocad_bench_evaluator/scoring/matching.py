@@ -20,6 +20,9 @@ from autocad_bench_evaluator.spec import Tolerance
 
 _PRUNE_PRODUCT = 250_000
 _PRUNE_K = 8
+_LP_PAIRS_PER_LIMIT = 4
+"""Sizes are matched in full up to this many times ``limit`` pairs, and as sizes with counts up
+to this many times ``limit`` close pairs of distinct sizes; beyond, the nearest-only last resort."""
 
 
 def _credit(err: Array) -> Array:
@@ -128,9 +131,11 @@ def _credit_1d(gold: Array, cand: Array, tol: float, limit: int = _PRUNE_PRODUCT
     Exact whatever the sizes repeat: the sorted values split wherever two neighbours lie at
     least the credit's reach apart (no pair across such a gap earns anything), a group whose
     values all lie within ``tol`` of each other earns ``min(gold, candidate)`` outright, and the
-    other groups are matched optimally. Only a group too big to match in full (more pairs than
-    ``limit``) is matched as sizes with counts, and only one with more than ``limit`` pairs of
-    distinct sizes too (a pathological drawing) keeps each gold size's nearest candidates.
+    other groups are matched optimally. Only a group too big to match in full (more than four
+    times ``limit`` pairs) is matched as sizes with counts, and only one with more than four
+    times ``limit`` close pairs of distinct sizes too (over a thousand different sizes within
+    the credit's reach of each other: a pathological drawing) keeps each gold size's nearest
+    candidates, which is approximate.
     (Pruning the whole problem by rank lost most of the credit of sizes that repeat: a grid of
     36 equal holes scored 0.46 on its own spacings.)
     """
@@ -153,20 +158,29 @@ def _credit_1d(gold: Array, cand: Array, tol: float, limit: int = _PRUNE_PRODUCT
 
 
 def _block_credit_1d(gold: Array, cand: Array, tol: float, limit: int) -> float:
-    if len(gold) * len(cand) <= limit:
+    # One-dimensional blocks take a full assignment up to four times the items' limit (a
+    # thousand by a thousand: a fraction of a second, 8 MB per matrix).
+    if len(gold) * len(cand) <= _LP_PAIRS_PER_LIMIT * limit:
         err = np.abs(gold[:, None] - cand[None, :]) / tol
         return _assign(_credit(err), err).credit
     # Many items, few distinct sizes (a grid's spacings, a hatch of equal lines): the matching
     # of sizes with their counts is a transportation problem, whose linear programme has an
     # integral optimum; its value is the best matching's credit.
+    # Only the pairs of sizes within the credit's reach enter it (each gold size's are a run of
+    # the sorted candidate sizes), so many distinct sizes cost memory in their close pairs only.
     gv, g_count = np.unique(gold, return_counts=True)
     cv, c_count = np.unique(cand, return_counts=True)
-    if len(gv) * len(cv) > limit:
+    reach = (1.0 + CREDIT_FALLOFF) * tol
+    lo = np.searchsorted(cv, gv - reach, side="right")
+    runs = np.searchsorted(cv, gv + reach, side="left") - lo
+    if int(runs.sum()) > _LP_PAIRS_PER_LIMIT * limit:
         kept = cand[_prune_1d(gold, cand, limit)]
         err = np.abs(gold[:, None] - kept[None, :]) / tol
         return _assign(_credit(err), err).credit
-    credit = _credit(np.abs(gv[:, None] - cv[None, :]) / tol)
-    rows, cols = np.nonzero(credit > 0.0)
+    rows = np.repeat(np.arange(len(gv)), runs)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(runs) - runs - lo, runs)
+    pair_credit = _credit(np.abs(gv[rows] - cv[cols]) / tol)
+    rows, cols, pair_credit = rows[pair_credit > 0.0], cols[pair_credit > 0.0], pair_credit[pair_credit > 0.0]
     if len(rows) == 0:
         return 0.0
     n = len(rows)
@@ -174,7 +188,7 @@ def _block_credit_1d(gold: Array, cand: Array, tol: float, limit: int) -> float:
         (np.ones(2 * n), (np.concatenate([rows, len(gv) + cols]), np.concatenate([np.arange(n), np.arange(n)]))),
         shape=(len(gv) + len(cv), n),
     )
-    result = linprog(-credit[rows, cols], A_ub=constraints.tocsr(), b_ub=np.concatenate([g_count, c_count]),
+    result = linprog(-pair_credit, A_ub=constraints.tocsr(), b_ub=np.concatenate([g_count, c_count]),
                      bounds=(0, None), method="highs")
     if not result.success:  # pragma: no cover - a bounded, feasible programme always solves
         raise RuntimeError(f"size matching failed: {result.message}")
