@@ -284,6 +284,7 @@ CASES: dict[str, Mutator] = {
     "text-empty": _replace(TEXT_B, content="   "),
     "text-extra": _add(TextEntity(content="NOTE", insert=(5, 30), height=2, layer="TEXT")),
     "hatch-pattern": _replace(HATCH_PATTERN, pattern="ANSI32"),
+    "hatch-pattern-sorting-first": _replace(HATCH_PATTERN, pattern="ANSI21"),
     "hatch-solid-as-pattern": _replace(HATCH_SOLID, pattern="solid", solid=False),
     "hatch-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140.6, 40), (140.6, 60), (120, 60)),)),
     "hatch-moved-0.6": _move(HATCH_PATTERN, 0.6, 0.0),
@@ -302,6 +303,7 @@ CASES: dict[str, Mutator] = {
     "insert-rotation-wrap-0.6": _replace(BOLT, rotation=389.4),
     "insert-rotation-over-wrap-0.6": _replace(BOLT, rotation=390.6),
     "insert-block-name": _replace(NUT, block="WASHER"),
+    "insert-block-name-sorting-first": _replace(NUT, block="ANCHOR"),
     "insert-block-case": _replace(NUT, block="nut"),
     "insert-moved-0.6": _move(NUT, 0.6, 0.0),
     "insert-exploded-missing": _replace(BOLT, exploded=()),
@@ -559,6 +561,9 @@ def cases() -> dict[str, Callable[[], Case]]:
     notes = [TextEntity(content=f"NOTE {k}", insert=(0, -40 - 4 * k), height=2, layer="TEXT") for k in range(10)]
     far = [*notes[:9], shift_entity(notes[9], 150.0, 0.0)]
     put("ten-notes-one-far/fixed", mutated(_add(*notes)), mutated(_add(*far)), SPECS["fixed"])
+    # A gold hatch without area (a degenerate boundary), drawn the same.
+    flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
+    put("hatch-without-area-both/fixed", mutated(flat_hatch), mutated(flat_hatch), SPECS["fixed"])
     # A block scaled unevenly (x 2, y 3), drawn exactly and with x and y swapped.
     uneven = InsertEntity(block="PLATE", insert=(250, 80), scale=(2.0, 3.0, 1.0), layer="PARTS")
     put("insert-uneven-scale/fixed", mutated(_add(uneven)), mutated(_add(uneven)), SPECS["fixed"])
