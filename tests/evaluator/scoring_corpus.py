@@ -255,6 +255,10 @@ CASES: dict[str, Mutator] = {
     "arc-reversed": _replace(ARC, start_angle=90, end_angle=360),
     # radius 0.6 off, centre and ends only 0.42 off: the radius alone decides
     "arc-radius-and-centre": _replace(ARC, center=(199.7, 19.7), radius=10.6),
+    # through the same end points, its centre 0.6 off along the chord's bisector: the centre decides
+    "arc-centre-same-ends": _replace(ARC, center=(200 + 0.6 / math.sqrt(2), 20 + 0.6 / math.sqrt(2)),
+                                     radius=math.hypot(10 - 0.6 / math.sqrt(2), 0.6 / math.sqrt(2)),
+                                     start_angle=357.463103, end_angle=92.536897),
     "bulge-flipped": _replace(BULGE, bulges=(-0.5, 0.0)),
     "bulge-0.55": _replace(BULGE, bulges=(0.55, 0.0)),
     "ellipse-ratio": _replace(ELLIPSE, ratio=0.53),
@@ -561,6 +565,15 @@ def cases() -> dict[str, Callable[[], Case]]:
     notes = [TextEntity(content=f"NOTE {k}", insert=(0, -40 - 4 * k), height=2, layer="TEXT") for k in range(10)]
     far = [*notes[:9], shift_entity(notes[9], 150.0, 0.0)]
     put("ten-notes-one-far/fixed", mutated(_add(*notes)), mutated(_add(*far)), SPECS["fixed"])
+    # A hatch of side 0.3 (area 0.09, area tolerance 0.5 * 0.3 * 4 = 0.6) drawn with area 0.84
+    # about the same centroid: error 0.75 / 0.6 = 1.25.
+    def square(side: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+        h = side / 2
+        return (((300 - h, 80 - h), (300 + h, 80 - h), (300 + h, 80 + h), (300 - h, 80 + h)),)
+    put("tiny-hatch-area/fixed", mutated(_add(HatchEntity(pattern="SOLID", solid=True, boundaries=square(0.3),
+                                                          layer="HATCH"))),
+        mutated(_add(HatchEntity(pattern="SOLID", solid=True, boundaries=square(math.sqrt(0.84)), layer="HATCH"))),
+        SPECS["fixed"])
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
     put("hatch-without-area-both/fixed", mutated(flat_hatch), mutated(flat_hatch), SPECS["fixed"])

@@ -198,5 +198,26 @@ def test_each_entity_error_decides_alone_where_the_others_are_within_tolerance()
     assert matched("insert-rotation-wrap-0.6", "insert") == pytest.approx(1 + credit(0.6 / 0.5))
     # four curves of the gold plus one shorter than the tolerance, moved 0.7 (its Hausdorff distance)
     assert matched("tiny-spline-moved-0.7", "curve") == pytest.approx(4 + credit(0.7 / 0.5))
+    # an arc through the gold's end points, its centre 0.6 off; a hatch of area 0.09 drawn 0.84
+    assert matched("arc-centre-same-ends", "arc") == pytest.approx(1 + credit(0.6 / 0.5), abs=1e-5)
+    assert matched("tiny-hatch-area", "hatch") == pytest.approx(2 + credit(0.75 / (0.5 * 0.3 * 4)), abs=1e-5)
     curves = component("tiny-spline-moved-2.6/coarse-fixed", "entities")["details"]["curve.matched"]
     assert curves == pytest.approx(4 + credit(2.6 / 2.0))
+
+
+def test_the_kinds_drawn_count_beside_the_items_even_alone() -> None:
+    from autocad_bench_evaluator.metadata import CircleEntity, LineEntity
+    from autocad_bench_evaluator.scoring import score_drawing
+    from autocad_bench_evaluator.spec import ScoringSpec
+
+    from tests.evaluator.support import metadata
+
+    spec = ScoringSpec(task_id="kinds", position="fixed")
+    # one gold circle; the candidate drew a circle of radius 0: no item, the right kind
+    one = score_drawing(metadata([CircleEntity(center=(0, 0), radius=4)]),
+                        metadata([CircleEntity(center=(0, 0), radius=0)]), spec, "v").components["entities"]
+    assert one.score == pytest.approx((0.0 + 1.0) / 2) and one.details["types.score"] == 1.0
+    # an empty gold against one line: no item and no kind in common
+    empty = score_drawing(metadata([]), metadata([LineEntity(start=(0, 0), end=(5, 0))]), spec, "v")
+    assert empty.components["entities"].details["types.score"] == 0.0
+    assert empty.components["entities"].score == 0.0
