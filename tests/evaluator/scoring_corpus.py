@@ -306,6 +306,8 @@ CASES: dict[str, Mutator] = {
     "insert-rotation-wrap": _replace(BOLT, rotation=390.2),
     "insert-rotation-wrap-0.6": _replace(BOLT, rotation=389.4),
     "insert-rotation-over-wrap-0.6": _replace(BOLT, rotation=390.6),
+    # NUT stands at 0 degrees: 359.4 is 0.6 off across zero
+    "insert-rotation-across-zero": _replace(NUT, rotation=359.4),
     "insert-block-name": _replace(NUT, block="WASHER"),
     "insert-block-name-sorting-first": _replace(NUT, block="ANCHOR"),
     "insert-block-case": _replace(NUT, block="nut"),
@@ -573,6 +575,10 @@ def cases() -> dict[str, Callable[[], Case]]:
     put("tiny-hatch-area/fixed", mutated(_add(HatchEntity(pattern="SOLID", solid=True, boundaries=square(0.3),
                                                           layer="HATCH"))),
         mutated(_add(HatchEntity(pattern="SOLID", solid=True, boundaries=square(math.sqrt(0.84)), layer="HATCH"))),
+        SPECS["fixed"])
+    # A short curve whose mean lies 0.3 from the y axis, moved 0.299 towards it (within tolerance).
+    near_axis = SplineEntity(points=((0.2, 90), (0.3, 90.1), (0.4, 90)), layer="OUTLINE")
+    put("curve-mean-near-axis/fixed", mutated(_add(near_axis)), mutated(_add(shift_entity(near_axis, -0.299, 0.0))),
         SPECS["fixed"])
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
