@@ -293,6 +293,9 @@ CASES: dict[str, Mutator] = {
     "hatch-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140.6, 40), (140.6, 60), (120, 60)),)),
     "hatch-moved-0.6": _move(HATCH_PATTERN, 0.6, 0.0),
     # area 450 for 400, same centroid: the area alone decides (error 50 / (0.5 * 20 * 4))
+    # the triangle hatch scaled 1.085 about its centroid: area 235.4 for 200 (error 1.25)
+    "hatch-triangle-scaled": _replace(HATCH_PATTERN, boundaries=(tuple(
+        (160 + 1.085 * (x - 160), 140 / 3 + 1.085 * (y - 140 / 3)) for x, y in ((150, 40), (170, 40), (160, 60))),)),
     "hatch-area-centred": _replace(HATCH_SOLID, boundaries=(((119.393398, 39.393398), (140.606602, 39.393398),
                                                              (140.606602, 60.606602), (119.393398, 60.606602)),)),
     "hatch-no-area": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),)),
@@ -331,6 +334,7 @@ CASES: dict[str, Mutator] = {
     "dim-ordinate": _replace(DIM_LINEAR, dimtype="ordinate"),
     "dim-no-measurement": _replace(DIM_DIAMETER, measurement=None),
     "dim-no-defpoints": _replace(DIM_DIAMETER, defpoints=()),
+    "dim-linear-two-defpoints": _replace(DIM_LINEAR, defpoints=((100, -10), (0, 0))),
     "dim-missing": _drop(DIM_ALIGNED),
     "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 50), (100, 0), (100, 50)),
                                       layer="DIMS")),
@@ -583,6 +587,8 @@ def cases() -> dict[str, Callable[[], Case]]:
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
     put("hatch-without-area-both/fixed", mutated(flat_hatch), mutated(flat_hatch), SPECS["fixed"])
+    put("hatch-without-area-longer/fixed", mutated(flat_hatch),
+        mutated(_replace(HATCH_SOLID, boundaries=(((120, 40), (141, 40)),))), SPECS["fixed"])
     # A block scaled unevenly (x 2, y 3), drawn exactly and with x and y swapped.
     uneven = InsertEntity(block="PLATE", insert=(250, 80), scale=(2.0, 3.0, 1.0), layer="PARTS")
     put("insert-uneven-scale/fixed", mutated(_add(uneven)), mutated(_add(uneven)), SPECS["fixed"])
