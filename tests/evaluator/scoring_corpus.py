@@ -335,6 +335,12 @@ CASES: dict[str, Mutator] = {
     "dim-no-measurement": _replace(DIM_DIAMETER, measurement=None),
     "dim-no-defpoints": _replace(DIM_DIAMETER, defpoints=()),
     "dim-linear-two-defpoints": _replace(DIM_LINEAR, defpoints=((100, -10), (0, 0))),
+    # the radius dimension's centre point 2 off, its measured point where it was
+    "dim-radius-centre-moved": _replace(DIM_RADIUS, defpoints=((22, 25), (24, 25))),
+    # the aligned dimension's line 0.6 off along its own normal (8.574929, 5.144958) / 10
+    "dim-aligned-line-offset-0.6": _replace(DIM_ALIGNED, defpoints=((143.574929 + 0.6 * 0.8574929,
+                                                                     30.144958 + 0.6 * 0.5144958), (150, 0), (135, 25))),
+    "dim-aligned-as-linear": _replace(DIM_ALIGNED, dimtype="linear"),
     "dim-missing": _drop(DIM_ALIGNED),
     "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 50), (100, 0), (100, 50)),
                                       layer="DIMS")),
