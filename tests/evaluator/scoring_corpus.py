@@ -261,6 +261,8 @@ CASES: dict[str, Mutator] = {
                                      start_angle=357.463103, end_angle=92.536897),
     "bulge-flipped": _replace(BULGE, bulges=(-0.5, 0.0)),
     "bulge-0.55": _replace(BULGE, bulges=(0.55, 0.0)),
+    # the same two segments drawn from the other end: the bulge changes sign, the arc is the same
+    "bulge-drawn-backwards": _replace(BULGE, vertices=((190, 50), (180, 40), (160, 40)), bulges=(0.0, -0.5)),
     "ellipse-ratio": _replace(ELLIPSE, ratio=0.53),
     "ellipse-moved-0.6": _move(ELLIPSE, 0.6, 0.0),
     "ellipse-arc-full": _replace(ELLIPSE_ARC, end_param=2 * math.pi),
@@ -589,6 +591,14 @@ def cases() -> dict[str, Callable[[], Case]]:
     # A short curve whose mean lies 0.3 from the y axis, moved 0.299 towards it (within tolerance).
     near_axis = SplineEntity(points=((0.2, 90), (0.3, 90.1), (0.4, 90)), layer="OUTLINE")
     put("curve-mean-near-axis/fixed", mutated(_add(near_axis)), mutated(_add(shift_entity(near_axis, -0.299, 0.0))),
+        SPECS["fixed"])
+    # A circle at the top of the drawing (it sets the height) drawn 0.6 too big.
+    top = CircleEntity(center=(50, 150), radius=5, layer="HOLES")
+    put("top-circle-radius-0.6/fixed", mutated(_add(top)), mutated(_add(top.model_copy(update={"radius": 5.6}))),
+        SPECS["fixed"])
+    # A spline of two points (a straight curve), moved 0.6.
+    two = SplineEntity(points=((0, 130), (20, 130)), layer="OUTLINE")
+    put("two-point-spline-moved-0.6/fixed", mutated(_add(two)), mutated(_add(shift_entity(two, 0.0, 0.6))),
         SPECS["fixed"])
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
