@@ -116,10 +116,7 @@ LAYERS = (
 def drawing(entities: list[Entity], *, layers: tuple[LayerInfo, ...] = LAYERS,
             physical: Physical3D | None = None, units: int | None = None) -> DrawingMetadata:
     ents = tuple(entities)
-    if physical is not None:
-        # as the evaluator gets it: parsed from JSON, no string or number shared with this code
-        physical = Physical3D.model_validate_json(physical.model_dump_json())
-    return DrawingMetadata(
+    built = DrawingMetadata(
         schema_version=4 if physical is not None else 3,
         source=SourceInfo(format="dxf", sha256="0" * 64, size=0, units=units),
         layers=layers,
@@ -127,6 +124,9 @@ def drawing(entities: list[Entity], *, layers: tuple[LayerInfo, ...] = LAYERS,
         extents=extents_of(ents),
         physical_3d=physical,
     )
+    # as the evaluator gets it: parsed from JSON, so no string or number is shared with this
+    # code (a comparison by identity, `is "diameter"`, would pass on interned literals)
+    return DrawingMetadata.model_validate_json(built.model_dump_json())
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -246,6 +246,7 @@ CASES: dict[str, Mutator] = {
     "line-split": _then(_drop(OPEN_A), _add(LineEntity(start=(0, 60), end=(25, 60), layer="CENTER"),
                                             LineEntity(start=(25, 60), end=(50, 60), layer="CENTER"))),
     "line-zero-length-extra": _add(LineEntity(start=(5, 5), end=(5, 5))),
+    "line-zero-length-on-a-new-layer": _add(LineEntity(start=(5, 5), end=(5, 5), layer="JUNK")),
     "triangle-open": _replace(TRI_C, end=(121, 0)),
     "triangle-gap-0.3": _replace(TRI_C, end=(120.3, 0)),
     "triangle-apex-0.6": _then(_replace(TRI_B, end=(135, 25.6)), _replace(TRI_C, start=(135, 25.6))),
@@ -600,6 +601,10 @@ def cases() -> dict[str, Callable[[], Case]]:
     two = SplineEntity(points=((0, 130), (20, 130)), layer="OUTLINE")
     put("two-point-spline-moved-0.6/fixed", mutated(_add(two)), mutated(_add(shift_entity(two, 0.0, 0.6))),
         SPECS["fixed"])
+    # A gold linear dimension with a fourth definition point, its line drawn 0.6 off.
+    four = (((100, -10), (0, 0), (100, 0), (50, -10)), ((100, -10.6), (0, 0), (100, 0), (50, -10)))
+    put("dim-four-defpoints-line-offset/fixed", mutated(_replace(DIM_LINEAR, defpoints=four[0])),
+        mutated(_replace(DIM_LINEAR, defpoints=four[1])), SPECS["fixed"])
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
     put("hatch-without-area-both/fixed", mutated(flat_hatch), mutated(flat_hatch), SPECS["fixed"])
