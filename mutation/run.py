@@ -267,6 +267,11 @@ class Result:
     """sha256 of each measured file: a recheck refuses files that changed since."""
     rechecked: list[str] = dataclasses.field(default_factory=list)
     """One line per ``--recheck``: when, and how many survivors the tests then killed."""
+    outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Every mutant run so far, by stable id: killed, timeout, survived or incompetent (so that a
+    partial run can be continued)."""
+    continued: list[str] = dataclasses.field(default_factory=list)
+    """One line per continuation of a partial run: when, and how many outcomes it carried over."""
 
     @property
     def kill_rate(self) -> float | None:
@@ -362,6 +367,7 @@ def run_module(
         subprocess.run([cosmic, "init", str(cfg), str(session)], cwd=copy, env=env, check=True)
         result.annotations = _skip_annotations(session, copy, module)
         _skip_outside(session, module)
+        _carry_over(session, copy, files, result, reports / f"{module.name}.json")
         _log(f"{module.name}: exec (baseline {result.baseline_seconds}s, timeout {timeout:.0f}s)")
         try:
             stopped = _exec(
@@ -523,6 +529,42 @@ def _skip_annotations(session: Path, copy: Path, module: Module) -> int:
     return counted
 
 
+def _carry_over(session: Path, copy: Path, files: list[str], result: Result, previous: Path) -> None:
+    """Continue a partial run: when ``previous`` is a partial report of the same files (same
+    sha256), record its outcomes in the new session, so that only the mutants it did not run
+    are run now. A carried survivor stays a survivor until a full run or ``--recheck``."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    if not previous.exists():
+        return
+    data = json.loads(previous.read_text())
+    if not data.get("partial") or data.get("sources") != result.sources or not data.get("outcomes"):
+        return
+    outcomes: dict[str, str] = data["outcomes"]
+    diffs = {str(e["id"]): str(e.get("diff", "")) for e in [*data.get("survivors", []), *data.get("equivalents", [])]}
+    ids = {(m.path, m.operator, m.occurrence): m.id for path in files for m in enumerate_mutants(copy, path)}
+    tests = {"killed": TestOutcome.KILLED, "timeout": TestOutcome.KILLED, "survived": TestOutcome.SURVIVED,
+             "incompetent": TestOutcome.INCOMPETENT}
+    carried = 0
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            spec = item.mutations[0]
+            mid = ids.get((str(spec.module_path), spec.operator_name, spec.occurrence))
+            outcome = outcomes.get(mid or "")
+            if outcome is None:
+                continue
+            db.set_result(item.job_id, WorkResult(
+                worker_outcome=WorkerOutcome.NORMAL, test_outcome=tests[outcome],
+                output="timeout" if outcome == "timeout" else "carried over",
+                # the report keeps a diff without its first line (see _collect)
+                diff="carried\n" + diffs.get(mid or "", "") if outcome == "survived" else None))
+            carried += 1
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    result.continued = [*data.get("continued", []), f"{stamp}: {carried} outcomes carried over from {data['finished']}"]
+    _log(f"{result.module}: continuing a partial run, {carried} outcomes carried over")
+
+
 def _skip_outside(session: Path, module: Module) -> None:
     """Mark every mutant outside the module's scope as skipped (cosmic-ray's filter mechanism)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -551,11 +593,14 @@ def _collect(result: Result, copy: Path, session: Path, equivalent: dict[str, st
             result.total += 1
             if res.test_outcome == TestOutcome.INCOMPETENT or res.test_outcome is None:
                 result.incompetent += 1
+                result.outcomes[mutant.id] = "incompetent"
                 continue
             if res.test_outcome == TestOutcome.KILLED:
                 result.killed += 1
                 result.timeout += res.output == "timeout"
+                result.outcomes[mutant.id] = "timeout" if res.output == "timeout" else "killed"
                 continue
+            result.outcomes[mutant.id] = "survived"
             entry = {
                 "id": mutant.id,
                 "location": f"{mutant.path}:{mutant.line}",
@@ -609,6 +654,7 @@ def module_markdown(r: Result) -> str:
         *([f"Scope: mutants inside {', '.join(r.exclude)} were skipped (another module measures them).", ""]
           if r.exclude else []),
         *([f"Rechecked (survivors only, same files): {'; '.join(r.rechecked)}.", ""] if r.rechecked else []),
+        *([f"Continued from a partial run: {'; '.join(r.continued)}.", ""] if r.continued else []),
         *([f"Not run: {r.annotations} mutants inside annotations (never evaluated: the files postpone them).", ""]
           if r.annotations else []),
         "| mutants | killed | (of which timeout) | survived | equivalent | incompetent | kill rate |",

@@ -280,3 +280,39 @@ def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path:
     (copy / "tests" / "calc.py").write_bytes(source + b"\n# edited\n")
     assert run.recheck_module(module, copy, reports, {}) is None
     assert json.loads((reports / "calc.json").read_text()) == stored
+
+
+@pytest.mark.slow  # three real cosmic-ray runs: about a minute
+def test_a_partial_run_continues_where_it_stopped(tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    (copy / "mutation").mkdir(parents=True)
+    shutil.copy2(REPO / "mutation" / "warm.py", copy / "mutation" / "warm.py")
+    (copy / ".venv").symlink_to(REPO / ".venv")
+    (copy / "tests").mkdir()
+    (copy / "tests" / "__init__.py").write_text("")
+    (copy / "tests" / "calc.py").write_text("def double(x):\n    return x * 2\n\n\ndef half(x):\n    return x / 2\n")
+    (copy / "tests" / "test_calc.py").write_text("from tests.calc import double\n\n\ndef test_calc():\n    assert double(3) == 6\n")
+    module = run.Module("calc", ("tests/calc.py",), ("tests/test_calc.py",), 30.0,
+                        ("-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly"))
+    reports = tmp_path / "reports"
+    full = run.run_module(module, copy, reports, {})
+    assert not full.partial and full.killed and full.survived and len(full.outcomes) == full.total
+    # as if stopped half way: half the outcomes recorded, the rest pending
+    report = json.loads((reports / "calc.json").read_text())
+    kept = dict(sorted(report["outcomes"].items())[: len(report["outcomes"]) // 2])
+    report.update(outcomes=kept, partial="stopped (interrupted) before every mutant ran", finished="earlier")
+    (reports / "calc.json").write_text(json.dumps(report))
+    carried_survivor = next(k for k, v in kept.items() if v == "survived") if "survived" in kept.values() else None
+    again = run.run_module(module, copy, reports, {})
+    assert not again.partial and again.pending == 0
+    assert again.continued and f"{len(kept)} outcomes carried over from earlier" in again.continued[0]
+    assert again.outcomes == full.outcomes
+    assert (again.total, again.killed, again.survived) == (full.total, full.killed, full.survived)
+    if carried_survivor:
+        diff = next(s["diff"] for s in again.survivors if s["id"] == carried_survivor)
+        assert diff == next(s["diff"] for s in full.survivors if s["id"] == carried_survivor)
+    # a report of other file contents is not continued
+    (copy / "tests" / "calc.py").write_text((copy / "tests" / "calc.py").read_text() + "\n# edited\n")
+    report.update(outcomes=kept)
+    (reports / "calc.json").write_text(json.dumps(report))
+    assert not run.run_module(module, copy, reports, {}).continued
