@@ -254,6 +254,7 @@ CASES: dict[str, Mutator] = {
     "arc-end-angle": _replace(ARC, end_angle=93),
     "arc-center-0.55": _move(ARC, 0.55, 0.0),
     "arc-reversed": _replace(ARC, start_angle=90, end_angle=360),
+    "arc-zero-radius-extra": _add(ArcEntity(center=(5, 5), radius=0.0, start_angle=0, end_angle=90, layer="OUTLINE")),
     # radius 0.6 off, centre and ends only 0.42 off: the radius alone decides
     "arc-radius-and-centre": _replace(ARC, center=(199.7, 19.7), radius=10.6),
     # through the same end points, its centre 0.6 off along the chord's bisector: the centre decides
@@ -605,6 +606,17 @@ def cases() -> dict[str, Callable[[], Case]]:
     four = (((100, -10), (0, 0), (100, 0), (50, -10)), ((100, -10.6), (0, 0), (100, 0), (50, -10)))
     put("dim-four-defpoints-line-offset/fixed", mutated(_replace(DIM_LINEAR, defpoints=four[0])),
         mutated(_replace(DIM_LINEAR, defpoints=four[1])), SPECS["fixed"])
+    # Small or sparse shapes, each moved 0.6: an arc of radius 0.8, a closed spline of three
+    # points, a polyline of two vertices.
+    small_shapes: dict[str, Entity] = {
+        "small-arc": ArcEntity(center=(80, 140), radius=0.8, start_angle=0, end_angle=180, layer="OUTLINE"),
+        "three-point-closed-spline": SplineEntity(points=((100, 140), (110, 140), (105, 148)), closed=True,
+                                                  layer="OUTLINE"),
+        "two-vertex-polyline": PolylineEntity(vertices=((120, 140), (135, 140)), layer="OUTLINE"),
+    }
+    for label, shape in small_shapes.items():
+        put(f"{label}-moved-0.6/fixed", mutated(_add(shape)), mutated(_add(shift_entity(shape, 0.6, 0.0))),
+            SPECS["fixed"])
     # A gold hatch without area (a degenerate boundary), drawn the same.
     flat_hatch = _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)),))
     put("hatch-without-area-both/fixed", mutated(flat_hatch), mutated(flat_hatch), SPECS["fixed"])
