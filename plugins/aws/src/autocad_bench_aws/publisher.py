@@ -74,6 +74,10 @@ class S3TracePublisher(TracePublisher):
         self._seen: dict[str, tuple[int, int]] = {}
         self._queued: set[Path] = set()
         self._lock = threading.Lock()
+        # One round at a time: close() must not start its final round while the scanner thread
+        # is still in one (it took the queue, and the final round's deadline could then expire
+        # before the queued files were sent: a published file missing from S3).
+        self._round_lock = threading.Lock()
         self._stop = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="s3-trace-publisher", daemon=True)
@@ -97,14 +101,19 @@ class S3TracePublisher(TracePublisher):
             self.round()
 
     def round(self, deadline: float | None = None) -> int:
-        """Upload every new or changed file once; returns how many were uploaded."""
+        """Upload every new or changed file once, the published ones first; returns how many
+        were uploaded. Rounds never overlap (see ``_round_lock``)."""
+        with self._round_lock:
+            return self._round(deadline)
+
+    def _round(self, deadline: float | None) -> int:
         with self._lock:
             queued, self._queued = self._queued, set()
-        candidates = set(queued)
+        scanned: set[Path] = set()
         with contextlib.suppress(OSError):
-            candidates.update(p for p in self.output_dir.rglob("*") if p.is_file())
+            scanned.update(p for p in self.output_dir.rglob("*") if p.is_file())
         count = 0
-        for path in sorted(candidates):
+        for path in [*sorted(queued), *sorted(scanned - queued)]:
             if deadline is not None and time.monotonic() > deadline:
                 break
             if path.name.endswith(_SKIP) or path.name.startswith("."):
