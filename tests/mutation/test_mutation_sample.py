@@ -248,7 +248,9 @@ def test_a_stopped_exec_kills_its_process_group_and_says_why(tmp_path: Path) -> 
         run._STOP.clear()
 
 
-def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path: Path) -> None:
+def _calc_project(tmp_path: Path) -> tuple[Path, Any]:
+    """A tiny project to mutate: ``tests/calc.py`` (double, which its test checks, and half,
+    which nothing checks), sharing this repository's ``.venv`` and warm pytest server."""
     copy = tmp_path / "copy"
     (copy / "mutation").mkdir(parents=True)
     shutil.copy2(REPO / "mutation" / "warm.py", copy / "mutation" / "warm.py")
@@ -256,10 +258,14 @@ def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path:
     (copy / "tests").mkdir()
     (copy / "tests" / "__init__.py").write_text("")
     (copy / "tests" / "calc.py").write_text("def double(x):\n    return x * 2\n\n\ndef half(x):\n    return x / 2\n")
-    test = copy / "tests" / "test_calc.py"
-    test.write_text("from tests.calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    (copy / "tests" / "test_calc.py").write_text("from tests.calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
     module = run.Module("calc", ("tests/calc.py",), ("tests/test_calc.py",), 30.0,
                         ("-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly"))
+    return copy, module
+
+
+def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path: Path) -> None:
+    copy, module = _calc_project(tmp_path)
     mutants = {(m.operator.split("_")[-1], m.line): m for m in run.enumerate_mutants(copy, "tests/calc.py")}
     in_double, in_half = mutants[("Add", 2)], mutants[("Add", 6)]  # x * 2 -> x + 2 (equal at 2, not 3); x / 2 -> x + 2
     source = (copy / "tests" / "calc.py").read_bytes()
@@ -284,16 +290,7 @@ def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path:
 
 @pytest.mark.slow  # three real cosmic-ray runs: about a minute
 def test_a_partial_run_continues_where_it_stopped(tmp_path: Path) -> None:
-    copy = tmp_path / "copy"
-    (copy / "mutation").mkdir(parents=True)
-    shutil.copy2(REPO / "mutation" / "warm.py", copy / "mutation" / "warm.py")
-    (copy / ".venv").symlink_to(REPO / ".venv")
-    (copy / "tests").mkdir()
-    (copy / "tests" / "__init__.py").write_text("")
-    (copy / "tests" / "calc.py").write_text("def double(x):\n    return x * 2\n\n\ndef half(x):\n    return x / 2\n")
-    (copy / "tests" / "test_calc.py").write_text("from tests.calc import double\n\n\ndef test_calc():\n    assert double(3) == 6\n")
-    module = run.Module("calc", ("tests/calc.py",), ("tests/test_calc.py",), 30.0,
-                        ("-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly"))
+    copy, module = _calc_project(tmp_path)
     reports = tmp_path / "reports"
     full = run.run_module(module, copy, reports, {})
     assert not full.partial and full.killed and full.survived and len(full.outcomes) == full.total
