@@ -343,7 +343,8 @@ CASES: dict[str, Mutator] = {
     "dim-radius-centre-moved": _replace(DIM_RADIUS, defpoints=((22, 25), (24, 25))),
     # the aligned dimension's line 0.6 off along its own normal (8.574929, 5.144958) / 10
     "dim-aligned-line-offset-0.6": _replace(DIM_ALIGNED, defpoints=((143.574929 + 0.6 * 0.8574929,
-                                                                     30.144958 + 0.6 * 0.5144958), (150, 0), (135, 25))),
+                                                                     30.144958 + 0.6 * 0.5144958),
+                                                                    (150, 0), (135, 25))),
     "dim-aligned-as-linear": _replace(DIM_ALIGNED, dimtype="linear"),
     "dim-missing": _drop(DIM_ALIGNED),
     "dim-extra": _add(DimensionEntity(dimtype="linear", measurement=50, defpoints=((110, 50), (100, 0), (100, 50)),
@@ -355,6 +356,42 @@ CASES: dict[str, Mutator] = {
     "empty": lambda ents: [],
     "only-texts": lambda ents: [e for e in ents if isinstance(e, TextEntity)],
     "duplicated": lambda ents: [*ents, *ents],
+    # closed outlines made of separate objects, and of polylines that close themselves
+    "slot-of-lines-and-arcs": _add(LineEntity(start=(300, 0), end=(320, 0), layer="OUTLINE"),
+                                   ArcEntity(center=(320, 5), radius=5, start_angle=270, end_angle=90, layer="OUTLINE"),
+                                   LineEntity(start=(320, 10), end=(300, 10), layer="OUTLINE"),
+                                   ArcEntity(center=(300, 5), radius=5, start_angle=90, end_angle=270,
+                                             layer="OUTLINE")),
+    "bulged-polyline-closed-by-a-line": _add(PolylineEntity(vertices=((300, 30), (320, 30)), bulges=(1.0,),
+                                                            layer="OUTLINE"),
+                                             LineEntity(start=(320, 30), end=(300, 30), layer="OUTLINE")),
+    "polyline-circle-of-two-vertices": _add(PolylineEntity(vertices=((300, 60), (310, 60)), bulges=(1.0, 1.0),
+                                                           closed=True, layer="OUTLINE")),
+    "polyline-repeated-vertex-with-bulge": _add(PolylineEntity(vertices=((300, 80), (300, 80), (310, 80)),
+                                                               bulges=(0.5, 0.0), layer="OUTLINE")),
+    # degenerate objects a careless writer leaves behind: they are not drawn items
+    "zero-radius-circle-extra": _add(CircleEntity(center=(50, 40), radius=0.0, layer="HOLES")),
+    "one-point-spline-extra": _add(SplineEntity(points=((60, 110),), layer="OUTLINE")),
+    "ghost-layer-past-256-items": _then(_add(*_grid(300, 3.0)),
+                                        _add(LineEntity(start=(5, 5), end=(5, 5), layer="GHOST"))),
+    # a full ellipse whose parameters start elsewhere (or do not advance), and a short elliptical arc
+    "ellipse-full-from-1-rad": _replace(ELLIPSE, start_param=1.0, end_param=1.0 + 2 * math.pi),
+    "ellipse-full-zero-sweep": _replace(ELLIPSE, start_param=1.0, end_param=1.0),
+    "elliptical-arc-half-radian-extra": _add(EllipseEntity(center=(300, 100), major_axis=(10, 0), ratio=0.5,
+                                                           start_param=0.0, end_param=0.5, layer="OUTLINE")),
+    # hatches: of area under one, loops without area, an empty loop, a pattern sorting after "solid"
+    "hatch-area-half": _replace(HATCH_PATTERN, boundaries=(((160, 46), (161, 46), (160.5, 47)),)),
+    "hatch-two-flat-loops": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)), ((125, 45), (130, 45)))),
+    "hatch-first-loop-empty": _replace(HATCH_SOLID, boundaries=((), ((120, 40), (140, 40)))),
+    "hatch-last-loop-empty": _replace(HATCH_SOLID, boundaries=(((120, 40), (140, 40)), ())),
+    "hatch-pattern-zigzag": _replace(HATCH_SOLID, solid=False, pattern="ZIGZAG"),
+    # dimensions: a radius dimension's first point moved across, a vertical one at x = 0, a
+    # linear one whose line passes through its own second point
+    "dim-radius-first-point-moved-up": _replace(DIM_RADIUS, defpoints=((20, 27), (24, 25))),
+    "dim-vertical-at-x0-extra": _add(DimensionEntity(dimtype="linear", measurement=50,
+                                                     defpoints=((-10, 50), (0, 0), (0, 50)), layer="DIMS")),
+    "dim-line-through-its-point-extra": _add(DimensionEntity(dimtype="linear", measurement=30,
+                                                             defpoints=((230, 0), (200, 0), (230, 0)), layer="DIMS")),
     "hole-grid-70": _add(*_grid(70, 10.0, radius=1.0)),
     "point-grid-600": _add(*_grid(600, 3.0)),
 }
@@ -656,6 +693,27 @@ def cases() -> dict[str, Callable[[], Case]]:
         put(f"big-identical/{spec_name}", big(0.0), big(0.0), SPECS[spec_name])
         put(f"big-jittered/{spec_name}", big(0.0), big(0.6), SPECS[spec_name])
     put("schema3-candidate-for-schema4/free", mutated(lambda e: e, physical=BOX), plain, SOLID, 4)
+    # A horizontal line 0.3 off among vertical decoys whose midpoints coincide with its own
+    # (9 crossing it at its midpoint) or whose end points multiply like its own (9 more): the
+    # line is still found, however many items stand nearer than it.
+    decoys: list[Entity] = [LineEntity(start=(-300, 10 - h), end=(-300, 10 + h), layer="CENTER") for h in range(1, 10)]
+    decoys += [LineEntity(start=(-300, a), end=(-300, 100 / a), layer="CENTER")
+               for a in (1, 1.25, 1.6, 2, 2.5, 4, 5, 6.25, 8)]
+    level = LineEntity(start=(-310, 10), end=(-290, 10), layer="CENTER")
+    put("line-among-decoys-0.3/fixed", mutated(_add(level, *decoys)),
+        mutated(_add(shift_entity(level, 0.0, 0.3), *decoys)), SPECS["fixed"])
+    # Circles that set the drawing's extents (top right, bottom left), drawn 0.2 bigger and 0.2
+    # farther out: each extent 0.8 longer.
+    corners_gold = [CircleEntity(center=(400, 200), radius=5, layer="HOLES"),
+                    CircleEntity(center=(-100, -100), radius=5, layer="HOLES")]
+    corners_cand = [CircleEntity(center=(400.2, 200.2), radius=5.2, layer="HOLES"),
+                    CircleEntity(center=(-100.2, -100.2), radius=5.2, layer="HOLES")]
+    put("extent-circles-0.2/fixed", mutated(_add(*corners_gold)), mutated(_add(*corners_cand)), SPECS["fixed"])
+    # A linear dimension whose line runs 0.5 from its second point, drawn 0.6 farther.
+    close = DimensionEntity(dimtype="linear", measurement=30, defpoints=((230, -0.5), (200, 0), (230, 0)),
+                            layer="DIMS")
+    put("dim-line-close-drawn-farther/fixed", mutated(_add(close)),
+        mutated(_add(close.model_copy(update={"defpoints": ((230, -1.1), (200, 0), (230, 0))}))), SPECS["fixed"])
     return out
 
 
