@@ -388,6 +388,7 @@ CASES: dict[str, Mutator] = {
     # dimensions: a radius dimension's first point moved across, a vertical one at x = 0, a
     # linear one whose line passes through its own second point
     "dim-radius-first-point-moved-up": _replace(DIM_RADIUS, defpoints=((20, 27), (24, 25))),
+    "dim-of-unknown-type": _replace(DIM_LINEAR, dimtype="unknown"),
     "dim-vertical-at-x0-extra": _add(DimensionEntity(dimtype="linear", measurement=50,
                                                      defpoints=((-10, 50), (0, 0), (0, 50)), layer="DIMS")),
     "dim-line-through-its-point-extra": _add(DimensionEntity(dimtype="linear", measurement=30,
