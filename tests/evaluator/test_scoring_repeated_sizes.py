@@ -110,3 +110,18 @@ def test_six_hundred_distinct_close_sizes_all_0_3_too_long_match_in_full() -> No
     report = score_drawing(metadata(gold), metadata(cand), ScoringSpec(task_id="f", position="fixed"), "v")
     assert report.components["dimensions"].details["sizes.score"] == 1.0
     assert report.components["dimensions"].details["defects"] == 0.0
+
+
+def test_the_last_resort_keeps_each_gold_sizes_nearest_candidates_only() -> None:
+    """Past four times the limit of close pairs the sizes keep, per gold value, the 8 candidates
+    below and the 8 from it upwards in sorted order (documented as approximate); at exactly four
+    times the limit they are still matched in full.
+
+    99 candidate sizes 0 ... 98 and 30 gold sizes (15 x 44, 15 x 3) at tolerance 60 (reach 90):
+    99 + 93 = 192 close pairs of distinct sizes, and each gold size earns full credit from any
+    candidate within 60 of it. Kept: 36 ... 51 for 44 and 0 ... 10 for 3, 27 candidates, so 27
+    of the 30 gold sizes match."""
+    gold = np.asarray([44.0] * 15 + [3.0] * 15)
+    cand = np.arange(99, dtype=float)
+    assert _credit_1d(gold, cand, 60.0, limit=40) == 27.0  # 192 > 4 x 40: the last resort
+    assert _credit_1d(gold, cand, 60.0, limit=48) == 30.0  # 192 = 4 x 48: in full
