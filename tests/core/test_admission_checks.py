@@ -378,3 +378,75 @@ def test_a_suite_lists_each_task_once(tmp_path: Path) -> None:
     assert [str(p) for p in raised.value.problems] == [f"{tmp_path / 'suite.json'}: $.tasks: task ids must be unique"]
     (tmp_path / "ok.json").write_text(json.dumps({"name": "s", "tasks": ["b", "a"]}))
     assert resolve_task_suite(str(tmp_path / "ok.json"), Path("/nonexistent"), "x") == ["b", "a"]
+
+
+def test_a_plan_report_recorded_without_trials_ran_one() -> None:
+    report = PlanReport.model_validate({
+        "mode": "plan", "config": "c", "name": None, "passed": True, "infrastructure_backend": "b",
+        "broker_version": "v", "execution_mode": "shared", "expected_rollouts": 1, "enabled_rollouts": 1,
+        "allow_partial": False, "max_concurrency": 1, "admitted_wave": 1, "budgets": {}, "checks": [],
+        "assignments": []})
+    assert report.trials == 1
+
+
+def test_a_suite_needs_a_name_and_may_hold_one_task(tmp_path: Path) -> None:
+    (tmp_path / "suite.json").write_text(json.dumps({"name": "", "tasks": ["a"]}))
+    with pytest.raises(ConfigError) as raised:
+        resolve_task_suite("suite.json", tmp_path, "batch.json: $.task_suite")
+    assert [p.location for p in raised.value.problems] == [f"{tmp_path / 'suite.json'}: $.name"]
+    (tmp_path / "one.json").write_text(json.dumps({"name": "one", "tasks": ["a"]}))
+    assert resolve_task_suite("one.json", tmp_path, "x") == ["a"]
+
+
+def test_tasks_in_another_order_than_the_suite_are_refused_either_way(tmp_path: Path, url: str) -> None:
+    (tmp_path / "suite.json").write_text(json.dumps({"name": "s", "tasks": ["t1", "t2"]}))
+    with pytest.raises(ConfigError) as raised:
+        plan(tmp_path, url, [scripted(2), scripted(1)], task_suite="suite.json")
+    assert [p.message for p in raised.value.problems] == [
+        "scripted/replay runs tasks ['t2', 't1'] but task suite 'suite.json' is ['t1', 't2'] (same tasks, same order)"]
+
+
+def test_an_unknown_provider_after_a_known_one_is_reported(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        plan(tmp_path, url, [scripted(1), {**scripted(2), "provider": "nonesuch"}])
+    assert [p.location for p in raised.value.problems] == ["<configuration>: $.rollouts[1].provider"]
+    assert raised.value.problems[0].message.startswith("unknown provider 'nonesuch' (installed: ")
+
+
+def test_options_are_checked_after_a_provider_that_failed(tmp_path: Path, url: str) -> None:
+    bad_options = {**scripted(2), "provider_options": {"script": str(SCRIPT), "nonsense": 1}}
+    with pytest.raises(ConfigError) as raised:
+        plan(tmp_path, url, [{**scripted(1), "provider": "nonesuch"}, bad_options])
+    locations = [p.location for p in raised.value.problems]
+    assert locations[0] == "<configuration>: $.rollouts[0].provider"
+    assert "<configuration>: $.rollouts[1].provider_options.nonsense" in locations
+
+
+def test_a_provider_that_fails_to_load_is_a_located_problem(tmp_path: Path, url: str) -> None:
+    class Impostor(Acme):
+        name = "scripted"  # also installed under that name: a duplicate, refused by the host
+
+    registry = PluginRegistry()
+    register_model_provider(Impostor(), registry=registry)
+    config = pool_config([url, url], tmp_path / "leases", expected_rollouts=1)
+    config["rollouts"] = [scripted(1)]
+    environ = {"EXAMPLE_POOL_TOKEN": "health-token-for-tests-31c9"}
+    loaded = load(config, base_dir=tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        admit(loaded, PluginHost(registry=registry, environ=environ), environ,
+              effective_budgets(loaded.config.budgets, environ=environ), AdmissionOptions())
+    assert [p.location for p in raised.value.problems] == ["<configuration>: $.rollouts[0].provider"]
+
+
+def test_a_tool_mode_the_provider_cannot_speak_is_one_problem(tmp_path: Path, url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        plan(tmp_path, url, [{**scripted(1), "tool_mode": "native"}])
+    assert [p.location for p in raised.value.problems] == ["<configuration>: $.rollouts[0].tool_mode"]
+
+
+def test_without_evaluation_the_gold_cache_step_passes_and_says_why(tmp_path: Path, url: str) -> None:
+    report = plan(tmp_path, url, [scripted(1)])
+    gold_cache = check(report, "gold_cache")
+    assert (gold_cache.step, gold_cache.passed) == (5, True)
+    assert gold_cache.reason == "evaluation disabled: no gold cache needed"
+    assert report.mode == "plan"
