@@ -378,6 +378,9 @@ def test_a_suite_lists_each_task_once(tmp_path: Path) -> None:
     assert [str(p) for p in raised.value.problems] == [f"{tmp_path / 'suite.json'}: $.tasks: task ids must be unique"]
     (tmp_path / "ok.json").write_text(json.dumps({"name": "s", "tasks": ["b", "a"]}))
     assert resolve_task_suite(str(tmp_path / "ok.json"), Path("/nonexistent"), "x") == ["b", "a"]
+    many = [f"task-{k:03d}" for k in range(300)]  # past the integers Python keeps one object of
+    (tmp_path / "many.json").write_text(json.dumps({"name": "many", "tasks": many}))
+    assert resolve_task_suite("many.json", tmp_path, "x") == many
 
 
 def test_a_plan_report_recorded_without_trials_ran_one() -> None:
