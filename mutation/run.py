@@ -280,9 +280,12 @@ class Result:
         return self.killed / scored if scored else None
 
 
-def _env() -> dict[str, str]:
+def _env(copy: Path) -> dict[str, str]:
+    """The tests' environment in ``copy``: its own virtualenv's scripts first on PATH (tests
+    that run the console scripts, ``autocad-bench-batch``, must run the copy's, mutated)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PATH"] = os.pathsep.join([str(copy / ".venv" / "bin"), env.get("PATH", os.defpath)])
     return env
 
 
@@ -324,7 +327,7 @@ def run_module(
     result = Result(
         module.name, files, list(module.tests), definitions=list(module.definitions), exclude=list(module.exclude)
     )
-    env = _env()
+    env = _env(copy)
     work = copy / ".mutation-work"
     work.mkdir(exist_ok=True)
     server, sock = _start_server(module, copy, env)
@@ -409,7 +412,7 @@ def recheck_module(module: Module, copy: Path, reports: Path, equivalent: dict[s
         return None
     survivors = [s for s in result.survivors if str(s["id"]) not in equivalent]
     by_id = {m.id: m for f in files for m in enumerate_mutants(copy, f)}
-    env = _env()
+    env = _env(copy)
     python = str(copy / ".venv" / "bin" / "python")
     server, sock = _start_server(module, copy, env)
     killed: list[str] = []
