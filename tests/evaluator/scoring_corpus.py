@@ -693,6 +693,12 @@ def cases() -> dict[str, Callable[[], Case]]:
     for spec_name in ("free", "fixed"):
         put(f"big-identical/{spec_name}", big(0.0), big(0.0), SPECS[spec_name])
         put(f"big-jittered/{spec_name}", big(0.0), big(0.6), SPECS[spec_name])
+    # ... and with its 544 lines drawn 0.3 higher: each found past the 8 lines nearest to it.
+    def big_lines_up() -> DrawingMetadata:
+        built = big(0.0)()
+        moved = [shift_entity(e, 0.0, 0.3) if isinstance(e, LineEntity) else e for e in built.model.entities]
+        return drawing(moved)
+    put("big-lines-up-0.3/fixed", big(0.0), big_lines_up, SPECS["fixed"])
     put("schema3-candidate-for-schema4/free", mutated(lambda e: e, physical=BOX), plain, SOLID, 4)
     # A horizontal line 0.3 off among vertical decoys whose midpoints coincide with its own
     # (9 crossing it at its midpoint) or whose end points multiply like its own (9 more): the
@@ -715,6 +721,11 @@ def cases() -> dict[str, Callable[[], Case]]:
                             layer="DIMS")
     put("dim-line-close-drawn-farther/fixed", mutated(_add(close)),
         mutated(_add(close.model_copy(update={"defpoints": ((230, -1.1), (200, 0), (230, 0))}))), SPECS["fixed"])
+    # A hatch of area 0.5 with its boundary listed from another vertex: the same centroid.
+    tiny_hatch = HatchEntity(pattern="SOLID", solid=True, boundaries=(((300, 120), (301, 120), (300.5, 121)),),
+                             layer="HATCH")
+    put("tiny-hatch-boundary-rotated/fixed", mutated(_add(tiny_hatch)), mutated(_add(tiny_hatch.model_copy(
+        update={"boundaries": (((301, 120), (300.5, 121), (300, 120)),)}))), SPECS["fixed"])
     return out
 
 
