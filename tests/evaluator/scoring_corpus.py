@@ -693,22 +693,27 @@ def cases() -> dict[str, Callable[[], Case]]:
     for spec_name in ("free", "fixed"):
         put(f"big-identical/{spec_name}", big(0.0), big(0.0), SPECS[spec_name])
         put(f"big-jittered/{spec_name}", big(0.0), big(0.6), SPECS[spec_name])
-    # ... and with its 544 lines drawn 0.3 higher: each found past the 8 lines nearest to it.
-    def big_lines_up() -> DrawingMetadata:
-        built = big(0.0)()
-        moved = [shift_entity(e, 0.0, 0.3) if isinstance(e, LineEntity) else e for e in built.model.entities]
-        return drawing(moved)
-    put("big-lines-up-0.3/fixed", big(0.0), big_lines_up, SPECS["fixed"])
     put("schema3-candidate-for-schema4/free", mutated(lambda e: e, physical=BOX), plain, SOLID, 4)
     # A horizontal line 0.3 off among vertical decoys whose midpoints coincide with its own
     # (9 crossing it at its midpoint) or whose end points multiply like its own (9 more): the
-    # line is still found, however many items stand nearer than it.
+    # line is still found, however many items stand nearer than it. (Against a matching that
+    # placed segments by anything but their midpoints.)
     decoys: list[Entity] = [LineEntity(start=(-300, 10 - h), end=(-300, 10 + h), layer="CENTER") for h in range(1, 10)]
     decoys += [LineEntity(start=(-300, a), end=(-300, 100 / a), layer="CENTER")
-               for a in (1, 1.25, 1.6, 2, 2.5, 4, 5, 6.25, 8)]
+               for a in (1, 1.25, 1.6, 2, 2.5, 4, 5, 6.25, 8.5)]
+    # (and 9 whose products lie just above, and 9 stacked copies whose end points add up to a
+    # little more, so that no other item takes the line as one of its nearest)
+    decoys += [LineEntity(start=(-300, a), end=(-300, 110 / a), layer="CENTER")
+               for a in (1, 1.1, 2, 2.2, 4, 5, 5.5, 8, 10)]
+    decoys += [LineEntity(start=(-300, 1.6066), end=(-300, 19.6066), layer="CENTER")] * 9
     level = LineEntity(start=(-310, 10), end=(-290, 10), layer="CENTER")
     put("line-among-decoys-0.3/fixed", mutated(_add(level, *decoys)),
         mutated(_add(shift_entity(level, 0.0, 0.3), *decoys)), SPECS["fixed"])
+    # ... in the big drawing, where matching keeps each line's 8 nearest and those within reach
+    def big_with(*extra: Entity) -> Callable[[], DrawingMetadata]:
+        return lambda: drawing([*big(0.0)().model.entities, *extra])
+    put("big-line-among-decoys-0.3/fixed", big_with(level, *decoys),
+        big_with(shift_entity(level, 0.0, 0.3), *decoys), SPECS["fixed"])
     # Circles that set the drawing's extents (top right, bottom left), drawn 0.2 bigger and 0.2
     # farther out: each extent 0.8 longer.
     corners_gold = [CircleEntity(center=(400, 200), radius=5, layer="HOLES"),
