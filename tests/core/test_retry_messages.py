@@ -73,7 +73,8 @@ def _details(cause: Exception, retry_num: int = 2) -> instrumentation.RetryDetai
 
 
 @pytest.mark.parametrize(("cause", "reason"), [
-    (ProviderRequestError(ProviderErrorKind.SERVER_ERROR, "acme: HTTP 503 from /v1/chat"), "acme: HTTP 503 from /v1/chat"),
+    (ProviderRequestError(ProviderErrorKind.SERVER_ERROR, "acme: HTTP 503 from /v1/chat"),
+     "acme: HTTP 503 from /v1/chat"),
     (TimeoutError("read timed out"), "TimeoutError: read timed out"),
     (TimeoutError(), "TimeoutError"),
 ])
