@@ -59,12 +59,59 @@ async def test_a_retry_events_message_is_cut_at_500_characters() -> None:
     assert event.message == "x" * 500
 
 
-def test_a_retry_event_counts_from_one_and_never_sleeps_backwards() -> None:
+def test_a_retry_event_counts_from_one_and_never_waits_backwards() -> None:
     base = {"kind": ProviderErrorKind.TRANSIENT, "streak": 1, "lifetime": 1, "delay_s": 0.0, "slept_s": 0.0}
-    assert RetryEvent(**base).lifetime == 1
-    for field, value in (("lifetime", 0), ("slept_s", -0.5)):
+    event = RetryEvent(**base)
+    assert (event.streak, event.lifetime, event.shrunk) == (1, 1, False)
+    for field, value in (("streak", 0), ("lifetime", 0), ("delay_s", -0.5), ("slept_s", -0.5)):
         with pytest.raises(ValidationError):
             RetryEvent(**{**base, field: value})
+
+
+async def test_only_a_shrink_retry_is_marked_shrunk() -> None:
+    too_large = ProviderRequestError(ProviderErrorKind.REQUEST_TOO_LARGE, "HTTP 413", status=413)
+    busy = ProviderRequestError(ProviderErrorKind.SERVER_ERROR, "HTTP 503", status=503)
+    model, _ = caller()
+    result = await model.request_turn(ScriptedSession([too_large, busy, ok()]), first_observation())
+    assert [(e.kind, e.shrunk) for e in result.retries] == [(ProviderErrorKind.REQUEST_TOO_LARGE, True),
+                                                            (ProviderErrorKind.SERVER_ERROR, False)]
+
+
+def test_what_was_billed_cannot_be_changed_afterwards() -> None:
+    import dataclasses
+
+    from autocad_bench.retry import RetryCounters
+    from autocad_bench.retry.caller import Billed
+
+    billed = Billed(usage=TokenUsage(), responses=(), costs=(), retries=(), counters=RetryCounters())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        billed.usage = TokenUsage(input_tokens=1)  # type: ignore[misc]
+
+
+def test_other_retries_are_named_as_stamina_names_them(caplog: pytest.LogCaptureFixture) -> None:
+    details = instrumentation.RetryDetails(name="autocad_bench.broker.post", args=(), kwargs={}, retry_num=0,
+                                           wait_for=0.5, waited_so_far=0.0, caused_by=ConnectionResetError())
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        log_retry(details)
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert record.__dict__["retry_what"] == "autocad_bench.broker.post"
+    assert record.__dict__["retry_attempt"] == 1
+
+
+def test_a_broken_stderr_never_takes_the_controller_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autocad_bench.retry.reporting import CurrentStderrHandler
+
+    class Broken:
+        def write(self, text: str) -> int:
+            raise OSError("stderr is gone")
+
+        def flush(self) -> None:
+            raise OSError("stderr is gone")
+
+    monkeypatch.setattr(logging, "raiseExceptions", False)  # as in production: handleError stays quiet
+    monkeypatch.setattr("sys.stderr", Broken())
+    record = logging.LogRecord(LOGGER, logging.WARNING, __file__, 1, "retrying", None, None)
+    CurrentStderrHandler().emit(record)  # must not raise
 
 
 def _details(cause: Exception, retry_num: int = 2) -> instrumentation.RetryDetails:
