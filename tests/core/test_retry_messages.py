@@ -89,13 +89,13 @@ def test_what_was_billed_cannot_be_changed_afterwards() -> None:
 
 
 def test_other_retries_are_named_as_stamina_names_them(caplog: pytest.LogCaptureFixture) -> None:
-    details = instrumentation.RetryDetails(name="autocad_bench.broker.post", args=(), kwargs={}, retry_num=0,
+    details = instrumentation.RetryDetails(name="autocad_bench.broker.post", args=(), kwargs={}, retry_num=1,
                                            wait_for=0.5, waited_so_far=0.0, caused_by=ConnectionResetError())
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         log_retry(details)
     (record,) = [r for r in caplog.records if r.name == LOGGER]
     assert record.__dict__["retry_what"] == "autocad_bench.broker.post"
-    assert record.__dict__["retry_attempt"] == 1
+    assert record.__dict__["retry_attempt"] == 2
 
 
 def test_a_broken_stderr_never_takes_the_controller_down(monkeypatch: pytest.MonkeyPatch) -> None:
