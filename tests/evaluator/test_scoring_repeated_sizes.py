@@ -125,3 +125,19 @@ def test_the_last_resort_keeps_each_gold_sizes_nearest_candidates_only() -> None
     cand = np.arange(99, dtype=float)
     assert _credit_1d(gold, cand, 60.0, limit=40) == 27.0  # 192 > 4 x 40: the last resort
     assert _credit_1d(gold, cand, 60.0, limit=48) == 30.0  # 192 = 4 x 48: in full
+
+
+@pytest.mark.parametrize(("gold", "cand", "tol", "limit"), [
+    # found by running the surviving mutants of the size matching against random inputs: each
+    # tells one of them apart; every one of them is matched exactly, whichever path it takes
+    ([3.43, 2.03, 11.36, 1.0], [1.0, 1.0, 1.66, 3.2, 0.58, 1.37, 5.6, 5.6, 5.14], 4.0, 10),
+    ([6.0, 8.18, 2.45, 2.2, 0.94, 0.3, 2.08, 0.26], [2.0, 3.41, 7.18, 10.71, 11.27, 0.3], 2.0, 10),
+    ([4.45, 5.63, 8.0, 4.72, 8.0, 8.0, 6.48], [2.79, 11.43, 5.51, 8.0, 8.75, 9.34, 1.55], 4.0, 1),
+    ([6.52, 4.96, 2.0, 3.51, 3.51, 0.77, 1.73, 2.0, 4.96], [4.96, 1.43, 10.25, 11.04, 0.4], 4.0, 10),
+    ([6.5], [6.07, 6.0, 2.93, 0.06, 6.42, 11.91, 4.91, 4.35, 6.0], 2.0, 0),
+    ([9.47, 11.2, 3.31, 8.3, 11.08, 6.88, 1.0], [8.6, 6.88, 2.05, 9.28, 10.18, 6.88], 0.25, 0),
+])
+def test_sizes_whose_windows_start_past_the_first_candidate_match_exactly(
+        gold: list[float], cand: list[float], tol: float, limit: int) -> None:
+    g, c = np.asarray(gold), np.asarray(cand)
+    assert _credit_1d(g, c, tol, limit=limit) == pytest.approx(_full(g, c, tol), abs=1e-9)
