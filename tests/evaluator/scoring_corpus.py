@@ -51,6 +51,7 @@ from autocad_bench_evaluator.scoring import ScoreReport, score_drawing
 from autocad_bench_evaluator.spec import ComponentWeights, ScoringSpec, Tolerance
 
 SNAPSHOT = Path(__file__).parent / "data" / "scoring_components.json"
+DIFFERENTIAL = Path(__file__).parent / "data" / "scoring_differential.json"
 VERSION = "v-corpus"
 
 Mutator = Callable[[list[Entity]], list[Entity]]
@@ -731,6 +732,17 @@ def cases() -> dict[str, Callable[[], Case]]:
                              layer="HATCH")
     put("tiny-hatch-boundary-rotated/fixed", mutated(_add(tiny_hatch)), mutated(_add(tiny_hatch.model_copy(
         update={"boundaries": (((301, 120), (300.5, 121), (300, 120)),)}))), SPECS["fixed"])
+    # Small random drawings on which a surviving mutant of the matching (its tie-breaks by error
+    # and layer, the score of nothing against nothing) scored differently from the code: found
+    # by a differential search, kept with their spec.
+    from pydantic import TypeAdapter
+
+    entities = TypeAdapter(list[Entity])
+    for key, found in json.loads(DIFFERENTIAL.read_text()).items():
+        spec = {"position": found["spec"]["position"], "tolerance": Tolerance(**found["spec"]["tolerance"])}
+        put(f"differential-{key}/{spec['position']}",
+            functools.partial(drawing, entities.validate_python(found["gold"])),
+            functools.partial(drawing, entities.validate_python(found["candidate"])), spec)
     return out
 
 
