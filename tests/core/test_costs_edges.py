@@ -1,0 +1,74 @@
+"""Edges of the concurrency caps and the price override file that the main tests pass by.
+
+Caps past 256 (where Python stops sharing integer objects), the active count an admission
+reports, a lease another process rewrote, a zombie holding a lease, and an override file
+holding JSON null.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autocad_bench.costs import ActiveRolloutRegistry, ConcurrencyLimiter
+from autocad_bench.costs.pricing import PricingError, load_pricing
+from tests.core.test_concurrency import _write_lease
+
+
+def test_the_limiter_counts_what_is_available() -> None:
+    limiter = ConcurrencyLimiter(3)
+    assert limiter.available == 3
+    assert limiter.acquire()
+    assert (limiter.active, limiter.available) == (1, 2)
+
+
+def test_a_cap_past_256_holds_exactly() -> None:
+    limiter = ConcurrencyLimiter(300)
+    assert all(limiter.acquire() for _ in range(300))
+    refused = limiter.acquire()
+    assert not refused and refused.reason == "300 of 300 rollout slots in use"
+
+
+def test_an_admission_reports_the_rollouts_active_with_it(tmp_path: Path) -> None:
+    registry = ActiveRolloutRegistry(tmp_path, max_active=3)
+    assert registry.try_acquire("r1").active == 1
+    assert registry.try_acquire("r2").active == 2
+
+
+def test_a_lease_another_process_rewrote_is_left_alone(tmp_path: Path) -> None:
+    registry = ActiveRolloutRegistry(tmp_path, max_active=2)
+    assert registry.try_acquire("r1")
+    path = tmp_path / "r1.lease"
+    theirs = {**json.loads(path.read_text()), "nonce": "someone-else"}
+    path.write_text(json.dumps(theirs))
+    assert registry.release("r1") is False
+    assert json.loads(path.read_text())["nonce"] == "someone-else"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc process states")
+def test_a_zombie_holds_no_lease(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        stale = _write_lease(tmp_path, "zombie", pid=child.pid)
+        registry = ActiveRolloutRegistry(tmp_path, max_active=1)
+        assert registry.active_count() == 0
+        assert not stale.exists()
+    finally:
+        child.wait()
+
+
+def test_an_override_file_of_null_names_its_type(tmp_path: Path) -> None:
+    override = tmp_path / "prices.json"
+    override.write_text("null")
+    with pytest.raises(PricingError) as raised:
+        load_pricing({"AUTOCAD_BENCH_PRICING_JSON": str(override)})
+    assert "the pricing override must be a JSON object, not null" in str(raised.value)
