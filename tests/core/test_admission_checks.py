@@ -453,3 +453,58 @@ def test_without_evaluation_the_gold_cache_step_passes_and_says_why(tmp_path: Pa
     assert (gold_cache.step, gold_cache.passed) == (5, True)
     assert gold_cache.reason == "evaluation disabled: no gold cache needed"
     assert report.mode == "plan"
+
+
+def test_the_default_options_are_the_strict_ones() -> None:
+    assert AdmissionOptions() == AdmissionOptions(allow_partial=False, skip_direct_model_check=False, mode="plan",
+                                                  batch_id="plan")
+
+
+def test_the_first_two_steps_are_parsing_and_unique_assignments(tmp_path: Path, url: str) -> None:
+    report = plan(tmp_path, url, [scripted(1), scripted(2)])
+    assert (check(report, "config_parsed").step, check(report, "unique_assignments").step) == (1, 2)
+    assert check(report, "unique_assignments").reason == "2 unique rollout ids and assignments"
+
+
+def test_a_failed_provider_does_not_hide_the_next_ones_problems(tmp_path: Path, url: str) -> None:
+    class Impostor(Acme):
+        name = "scripted"
+
+    registry = PluginRegistry()
+    register_model_provider(Impostor(), registry=registry)
+    register_model_provider(Acme(), registry=registry)
+    config = pool_config([url, url], tmp_path / "leases", expected_rollouts=2)
+    config["rollouts"] = [scripted(1), acme(2, nonsense=1)]
+    environ = {"EXAMPLE_POOL_TOKEN": "health-token-for-tests-31c9"}
+    loaded = load(config, base_dir=tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        admit(loaded, PluginHost(registry=registry, environ=environ), environ,
+              effective_budgets(loaded.config.budgets, environ=environ), AdmissionOptions())
+    locations = [p.location for p in raised.value.problems]
+    assert locations[0] == "<configuration>: $.rollouts[0].provider"
+    assert "<configuration>: $.rollouts[1].provider_options.nonsense" in locations
+
+
+def test_each_assignment_is_named_once_however_many_trials_it_runs(tmp_path: Path, url: str) -> None:
+    Acme.answer = lambda models: [CatalogEntry(provider="acme", model=m.model, available=False) for m in models]
+    catalog = check(plan(tmp_path, url, [acme(1)], env={"ACME_KEY": "k"}, trials=2), "model_catalog.acme")
+    assert catalog.reason == f"m1 ({where(0)}): unavailable"
+
+
+def test_three_hundred_option_sets_of_one_model_keep_their_own_assignments(tmp_path: Path, url: str) -> None:
+    Acme.answer = lambda models: [CatalogEntry(provider="acme", model=m.model, available=m.options["variant"] != "v0",
+                                               reason=m.options["variant"]) for m in models]
+    rollouts = [acme(n, variant=f"v{n}") for n in range(300)]
+    catalog = check(plan(tmp_path, url, rollouts, env={"ACME_KEY": "k"}), "model_catalog.acme")
+    assert catalog.reason.startswith(f"m1 ({where(0)}): v0; m1: v1; m1: v2; ")
+    assert catalog.reason.endswith("; m1: v299")
+
+
+def test_the_first_declared_price_of_a_model_is_its_price(tmp_path: Path, url: str) -> None:
+    report = plan(tmp_path, url, [acme(1, price=[1, 2, 0]), acme(2, price=[3, 4, 0]), acme(3, "m2", price=[5, 6, 0])],
+                  env={"ACME_KEY": "k"})
+    assert [w.split(": ", 1)[1] for w in report.warnings] == [
+        describe_rates(ModelPrice(input=Decimal(n), cached_input=Decimal(n), cache_write=Decimal(n),
+                                  output=Decimal(n + 1)))
+        for n in (1, 5)]
+    assert [w.split(" ", 1)[0] for w in report.warnings] == ["acme/m1", "acme/m2"]
