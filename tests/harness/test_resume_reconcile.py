@@ -75,3 +75,34 @@ def test_resume_records_finished_rollouts_and_closes_lost_ones(tmp_path: Path) -
     assert sum(r["token_cost_usd"] for r in summary["rollouts"]) == 0.0404 + 0.0202
     assert sum(m["metrics"]["token_cost_usd"] for m in summary["models"]) == round(0.0404 + 0.0202, 6)
     assert all(r["state"] in ("done", "failed") for r in _state(out)["rollouts"])
+
+
+def test_resume_restarts_an_interrupted_rollout_as_a_new_attempt_and_archives_the_old(tmp_path: Path) -> None:
+    with fake_brokers(1) as brokers:
+        result, out = run_batch(tmp_path, brokers, "subprocess", "run")
+        assert result.returncode == 0, result.stderr
+        state = _state(out)
+        first = next(r for r in state["rollouts"] if r["rollout_id"] == "scripted-0")
+        old_attempt = first["attempt_id"]
+        for row in state["rollouts"]:
+            if row["rollout_id"] == "scripted-0":
+                row.update(state="running", finished_at=None, exit_code=None, failure_class=None)
+        state["status"] = "running"
+        (out / "batch-state.json").write_text(json.dumps(state))
+        result_path = out / "rollouts" / "scripted-0" / "result.json"
+        stopped = {**json.loads(result_path.read_text()), "status": "failed", "failure_class": "interrupted",
+                   "failure_detail": "SIGINT"}
+        result_path.write_text(json.dumps(stopped))
+        env = {**os.environ, **SECRETS, "EXAMPLE_POOL_TOKEN": brokers[0].token}
+        executed = subprocess.run(["autocad-bench-resume", str(out), "--execute"], capture_output=True, text=True,
+                                  env=env, timeout=300)
+    assert executed.returncode == 0, executed.stdout + executed.stderr
+    row = next(r for r in _state(out)["rollouts"] if r["rollout_id"] == "scripted-0")
+    assert row["state"] == "done"
+    assert row["attempt_id"] == f"{_state(out)['batch_id']}.scripted-0.2"
+    (earlier,) = row["earlier_attempts"]
+    assert (earlier["attempt_id"], earlier["failure_class"]) == (old_attempt, "interrupted")
+    assert earlier["archived_to"] == "interrupted/scripted-0/attempt-1"
+    assert json.loads((out / "interrupted" / "scripted-0" / "attempt-1" / "result.json").read_text())[
+        "failure_class"] == "interrupted"
+    assert json.loads(result_path.read_text())["status"] == "completed"
