@@ -72,3 +72,41 @@ def test_an_override_file_of_null_names_its_type(tmp_path: Path) -> None:
     with pytest.raises(PricingError) as raised:
         load_pricing({"AUTOCAD_BENCH_PRICING_JSON": str(override)})
     assert "the pricing override must be a JSON object, not null" in str(raised.value)
+
+
+def _price(**change: object) -> dict[str, object]:
+    return {"input": 1, "cached_input": 0.1, "cache_write": 1.25, "output": 2, **change}
+
+
+@pytest.mark.parametrize("change", [
+    {"input": -0.5}, {"input": "Infinity"}, {"output": "NaN"}, {"server_hour": -0.5}, {"server_hour": "Infinity"},
+    {"long_context_threshold_tokens": 0, "long_context_input_multiplier": 2},
+    {"long_context_threshold_tokens": 1000, "long_context_input_multiplier": 0.5},
+    {"long_context_threshold_tokens": 1000, "long_context_output_multiplier": "Infinity"},
+    {"long_context_output_multiplier": 2},  # a premium without a threshold would never apply
+])
+def test_a_price_that_cannot_be_meant_is_refused(change: dict[str, object]) -> None:
+    from pydantic import ValidationError
+
+    from autocad_bench.costs.pricing import ModelPrice
+
+    with pytest.raises(ValidationError):
+        ModelPrice.model_validate(_price(**change))
+
+
+def test_a_price_keeps_its_defaults_and_its_numbers_as_written() -> None:
+    from autocad_bench.costs.pricing import ModelPrice
+
+    price = ModelPrice.model_validate(_price(long_context_threshold_tokens=1))
+    assert price.server_hour == 0 and price.long_context_threshold_tokens == 1
+    assert json.loads(price.model_dump_json())["cached_input"] == 0.1
+
+
+@pytest.mark.parametrize("rate", [-0.5, float("inf")])
+def test_an_hourly_infrastructure_rate_must_be_finite_and_not_negative(rate: float) -> None:
+    from pydantic import ValidationError
+
+    from autocad_bench.costs.pricing import PricingContract
+
+    with pytest.raises(ValidationError):
+        PricingContract.model_validate({"as_of": "2026-01-01", "infrastructure_hourly_usd": {"m6i.large": rate}})
