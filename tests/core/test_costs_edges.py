@@ -110,3 +110,71 @@ def test_an_hourly_infrastructure_rate_must_be_finite_and_not_negative(rate: flo
 
     with pytest.raises(ValidationError):
         PricingContract.model_validate({"as_of": "2026-01-01", "infrastructure_hourly_usd": {"m6i.large": rate}})
+
+
+@pytest.mark.parametrize(("name", "write"), [
+    ("not-json", lambda p: p.write_text("{not json")),
+    ("missing-field", lambda p: p.write_text("{}")),
+    ("wrong-type", lambda p: p.write_text(json.dumps({"rollout_id": "x", "pid": None}))),
+    ("a-directory", lambda p: p.mkdir()),
+])
+def test_an_unreadable_lease_counts_and_does_not_hide_the_next(tmp_path: Path, name: str, write: object) -> None:
+    write(tmp_path / f"a-{name}.lease")  # type: ignore[operator]
+    _write_lease(tmp_path, "b-live")
+    registry = ActiveRolloutRegistry(tmp_path, max_active=5)
+    assert [lease.rollout_id for lease in registry.active_leases()] == [f"a-{name}", "b-live"]
+
+
+def test_a_stale_lease_does_not_hide_the_next(tmp_path: Path) -> None:
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    _write_lease(tmp_path, "a-dead", pid=int(finished.stdout))
+    _write_lease(tmp_path, "b-live")
+    assert [lease.rollout_id for lease in ActiveRolloutRegistry(tmp_path, max_active=5).active_leases()] == ["b-live"]
+
+
+@pytest.mark.parametrize("host", ["aaa-elsewhere", "zzz-elsewhere"])
+def test_a_lease_of_another_host_counts_whatever_its_name(tmp_path: Path, host: str) -> None:
+    _write_lease(tmp_path, "remote", pid=999_999_999, host=host)
+    assert ActiveRolloutRegistry(tmp_path, max_active=5).active_count() == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc start times")
+def test_a_lease_names_its_process_start_and_a_later_start_is_another_process(tmp_path: Path) -> None:
+    import os
+
+    registry = ActiveRolloutRegistry(tmp_path, max_active=5)
+    lease = registry.try_acquire("mine").lease
+    start = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[-1].split()[19]
+    assert lease is not None and lease.pid_start == start
+    _write_lease(tmp_path, "recycled", pid=os.getpid(), pid_start="9" * 30)  # any other start: not us
+    _write_lease(tmp_path, "still-me", pid=os.getpid(), pid_start=start)
+    assert [x.rollout_id for x in registry.active_leases()] == ["mine", "still-me"]
+
+
+def test_a_registry_checks_its_cap_makes_its_directory_and_knows_other_ids(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_active must be >= 1, got 0"):
+        ActiveRolloutRegistry(tmp_path, max_active=0)
+    registry = ActiveRolloutRegistry(tmp_path / "a" / "b", max_active=5)
+    assert registry.try_acquire("r2")
+    assert registry.try_acquire("r1")  # another id, sorting before a live one, is not "already active"
+
+
+def test_a_smaller_cap_than_another_controllers_refuses(tmp_path: Path) -> None:
+    big = ActiveRolloutRegistry(tmp_path, max_active=3)
+    assert all(big.try_acquire(f"r{k}") for k in range(3))
+    refused = ActiveRolloutRegistry(tmp_path, max_active=2).try_acquire("r9")
+    assert not refused and refused.reason == "3 of 2 rollout slots in use across controllers"
+
+
+def test_the_limiter_after_one_of_four() -> None:
+    limiter = ConcurrencyLimiter(4)
+    assert limiter.acquire()
+    assert limiter.available == 3
+
+
+def test_a_lower_nonce_in_a_rewritten_lease_is_still_someone_elses(tmp_path: Path) -> None:
+    registry = ActiveRolloutRegistry(tmp_path, max_active=2)
+    assert registry.try_acquire("r1")
+    path = tmp_path / "r1.lease"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "nonce": "0"}))
+    assert registry.release("r1") is False and path.exists()
