@@ -178,3 +178,47 @@ def test_a_lower_nonce_in_a_rewritten_lease_is_still_someone_elses(tmp_path: Pat
     path = tmp_path / "r1.lease"
     path.write_text(json.dumps({**json.loads(path.read_text()), "nonce": "0"}))
     assert registry.release("r1") is False and path.exists()
+
+
+def test_admissions_and_leases_cannot_be_changed_afterwards(tmp_path: Path) -> None:
+    import dataclasses
+
+    admission = ConcurrencyLimiter(1).acquire()
+    lease = ActiveRolloutRegistry(tmp_path, max_active=1).try_acquire("r1").lease
+    assert lease is not None
+    for frozen, field in ((admission, "admitted"), (lease, "pid")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, field, 0)
+
+
+def test_an_unreadable_lease_is_listed_without_a_process(tmp_path: Path) -> None:
+    (tmp_path / "odd.lease").write_text("{not json")
+    (lease,) = ActiveRolloutRegistry(tmp_path, max_active=2).active_leases()
+    assert (lease.rollout_id, lease.pid, lease.host) == ("odd", 0, "unknown")
+
+
+@pytest.mark.skipif(not Path("/proc/1/stat").exists(), reason="needs /proc")
+def test_a_lease_of_process_1_is_alive(tmp_path: Path) -> None:
+    _write_lease(tmp_path, "init", pid=1)
+    assert ActiveRolloutRegistry(tmp_path, max_active=2).active_count() == 1
+
+
+def test_declared_prices_join_the_table_and_none_leave_it_as_it_is() -> None:
+    from decimal import Decimal
+
+    from autocad_bench.costs.pricing import ModelPrice, default_pricing, price_for, with_declared_prices
+
+    table = default_pricing()
+    assert with_declared_prices(table, {}) is table
+    own = ModelPrice(input=Decimal(0), cached_input=Decimal(0), cache_write=Decimal(0), output=Decimal(0))
+    resolved = price_for("my-own-model", with_declared_prices(table, {"my-own-model": own}))
+    assert (resolved.price, resolved.priced_by_fallback) == (own, False)
+
+
+def test_a_listed_hourly_rate_is_not_the_fallback() -> None:
+    from autocad_bench.costs.pricing import PricingContract, hourly_rate
+
+    prices = PricingContract.model_validate({"as_of": "2026-01-01", "infrastructure_hourly_usd": {"box": 0.25}})
+    rate = hourly_rate("box", prices)
+    assert (str(rate.hourly_usd), rate.priced_by_fallback) == ("0.25", False)
+    assert hourly_rate("other", prices).priced_by_fallback is True
