@@ -222,3 +222,17 @@ def test_a_listed_hourly_rate_is_not_the_fallback() -> None:
     rate = hourly_rate("box", prices)
     assert (str(rate.hourly_usd), rate.priced_by_fallback) == ("0.25", False)
     assert hourly_rate("other", prices).priced_by_fallback is True
+
+
+def test_a_missing_override_file_says_why_in_words(tmp_path: Path) -> None:
+    with pytest.raises(PricingError) as raised:
+        load_pricing({"AUTOCAD_BENCH_PRICING_JSON": str(tmp_path / "none.json")})
+    assert str(raised.value).endswith("cannot read pricing override (AUTOCAD_BENCH_PRICING_JSON): "
+                                      "No such file or directory")
+
+
+def test_an_override_of_the_wrong_shape_is_a_pricing_error(tmp_path: Path) -> None:
+    override = tmp_path / "prices.json"
+    override.write_text(json.dumps({"models": {"gpt-5.1": [1, 2]}}))
+    with pytest.raises(PricingError):
+        load_pricing({"AUTOCAD_BENCH_PRICING_JSON": str(override)})
