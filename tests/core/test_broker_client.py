@@ -447,6 +447,23 @@ async def test_deadline_bounds_a_hanging_attempt(broker: FakeBroker) -> None:
     assert (caught.value.bound, caught.value.attempts) == ("deadline", 1)
 
 
+async def test_a_deadline_that_passes_while_the_loop_is_busy_ends_the_attempt_it_interrupted(
+    broker: FakeBroker,
+) -> None:
+    """The operation deadline is the only clock on an attempt. With the event loop blocked across
+    the deadline, every timer due at that instant fires in one turn of the loop; a second timer
+    inside aiohttp (its ``total``) then turned our cancellation into its own TimeoutError, and
+    the interrupted attempt was reported, and under load retried, as a transport failure."""
+    client = make_client(broker, operation_deadline_s=0.3)
+    loop = asyncio.get_running_loop()
+    for _ in range(3):
+        broker.add_faults(Fault(FaultKind.DELAY, Route.STATUS, delay_s=5))
+        loop.call_at(loop.time() + 0.25, time.sleep, 0.1)
+        with pytest.raises(BrokerTransportExhausted) as caught:
+            await client.status()
+        assert (caught.value.bound, caught.value.attempts, caught.value.last_error) == ("deadline", 1, "")
+
+
 async def test_deadline_bounds_backoff_between_attempts(broker: FakeBroker) -> None:
     client = BrokerClient(
         broker.url, TOKEN, operation_deadline_s=0.5, wait_initial_s=0.2, wait_max_s=5, wait_jitter_s=0

@@ -148,6 +148,8 @@ class BrokerClient:
         self.operation_deadline_s = operation_deadline_s
         self.max_attempts = max_attempts
         self.connect_timeout_s = connect_timeout_s
+        # No total: the operation deadline bounds every attempt (see ``_send``).
+        self._attempt_timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s)
         self._wait = {
             "wait_initial": wait_initial_s,
             "wait_max": wait_max_s,
@@ -447,6 +449,9 @@ class BrokerClient:
                                 "%s attempt %d/%d failed: %s",
                                 route.value, attempts, self.max_attempts, last_error,
                             )  # fmt: skip
+                            if asyncio.get_running_loop().time() >= deadline:
+                                # No attempt starts after the deadline, whichever clock saw it first.
+                                raise TimeoutError from None
                             raise
         except TimeoutError as error:
             # The deadline expired while an attempt or a backoff sleep was in flight.
@@ -479,8 +484,11 @@ class BrokerClient:
         ``reuse`` (first attempts only) takes a connection from the keep-alive pool when
         :meth:`keep_alive` is open; otherwise the attempt runs on a brand-new connection.
         """
-        remaining = max(deadline - asyncio.get_running_loop().time(), 0.001)
-        timeout = aiohttp.ClientTimeout(total=remaining, sock_connect=min(self.connect_timeout_s, remaining))
+        # One clock owns the deadline: the ``asyncio.timeout_at`` around the whole operation.
+        # An aiohttp total timeout due at the same instant raced it: when both fired together
+        # aiohttp turned the cancellation into its own TimeoutError, the attempt looked like a
+        # transport failure, and attempts were started after the deadline had passed.
+        timeout = self._attempt_timeout
         if headers is None:
             headers = self._headers[payload is not None]
         url = self._urls.get(path)
