@@ -20,7 +20,8 @@ Measured per run:
     uv run python benchmarks/shared_mode_scale.py --compare-loops [ROLLOUTS] [TURNS] [LATENCY_S]
 
 ``--profile`` runs the controller under per-thread ``cProfile`` (thread CPU time) and writes
-the top functions by own time and by cumulative time to OUT.txt (the numbers of a profiled
+the top functions by own time and by cumulative time to OUT.txt, and the raw profile to
+OUT.pstats (to compare two runs function by function; the numbers of a profiled
 run are inflated by the profiler; only the table of an unprofiled run counts).
 """
 
@@ -139,6 +140,8 @@ def write_profile(pstats_path: Path, target: Path, title: str) -> None:
     stats.sort_stats("tottime").print_stats(25)
     stats.sort_stats("cumulative").print_stats(25)
     target.write_text(buffer.getvalue())
+    # The raw profile too, for comparing two runs function by function (pstats.Stats(path)).
+    target.with_suffix(".pstats").write_bytes(pstats_path.read_bytes())
 
 
 def row(result: dict[str, Any]) -> list[Any]:

@@ -23,6 +23,7 @@ wrapper's bounded wait) is the hard one. Nothing here is created at import.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -60,6 +61,10 @@ class StopRequest:
         self._immediate = threading.Event()
         self._lock = threading.Lock()
         self._groups: set[int] = set()
+        # Event loops waiting in :meth:`wait_async`. Added and removed with single set
+        # operations (atomic under the GIL), never under ``_lock``: ``request`` runs in a
+        # signal handler, which may interrupt the main thread while it holds that lock.
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
         self.signum: int | None = None
 
     # --- state ----------------------------------------------------------------------------
@@ -82,6 +87,25 @@ class StopRequest:
     def wait(self, timeout: float | None = None) -> bool:
         return self._graceful.wait(timeout)
 
+    async def wait_async(self) -> None:
+        """Return once a stop is requested (at once if one was), on any event loop.
+
+        The request wakes the waiting loop itself (``call_soon_threadsafe``), so a pilot
+        waiting on a model call notices a stop without polling the flag: a thousand pilots
+        polling ten times a second cost more CPU than their turns. Cancelling the wait
+        unregisters it.
+        """
+        if self.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        entry = (loop, loop.create_future())
+        self._waiters.add(entry)
+        try:
+            if not self.is_set():  # a request between the first check and the registration
+                await entry[1]
+        finally:
+            self._waiters.discard(entry)
+
     def request(self, signum: int) -> bool:
         """Record a stop; True when this was the first (graceful) one."""
         with self._lock:
@@ -92,6 +116,10 @@ class StopRequest:
             else:
                 self._immediate.set()
             groups = tuple(self._groups)
+        if first:
+            for loop, future in tuple(self._waiters):
+                with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
+                    loop.call_soon_threadsafe(_wake, future)
         # Subprocess children run in their own sessions: the terminal's SIGINT never reaches
         # them, so the stop is forwarded (SIGTERM asks for the graceful path, SIGKILL ends it).
         for group in groups:
@@ -114,6 +142,11 @@ class StopRequest:
     def unregister_group(self, pgid: int) -> None:
         with self._lock:
             self._groups.discard(pgid)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @contextlib.contextmanager

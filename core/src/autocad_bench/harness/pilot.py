@@ -95,7 +95,6 @@ STOP_MODEL_GRACE_S = 5.0
 """After a stop request, how long a model call already in flight may still take: long
 enough for a normal answer (so its spend is recorded), short enough that the whole stop
 (this, the drawing save, the release and the teardown) stays within the 30 s promise."""
-STOP_POLL_S = 0.1
 
 
 class _Failure(Exception):
@@ -325,8 +324,11 @@ class Pilot:
         call = asyncio.ensure_future(self.caller.request_turn(self.session, observation))
         if self.stop is None:
             return await call
-        while not call.done() and not self.stop.is_set():
-            await asyncio.wait({call}, timeout=STOP_POLL_S)
+        stopped = asyncio.ensure_future(self.stop.wait_async())
+        try:
+            await asyncio.wait({call, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
         if not call.done():
             await asyncio.wait({call}, timeout=STOP_MODEL_GRACE_S)
         if not call.done():
