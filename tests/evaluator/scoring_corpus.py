@@ -732,17 +732,22 @@ def cases() -> dict[str, Callable[[], Case]]:
                              layer="HATCH")
     put("tiny-hatch-boundary-rotated/fixed", mutated(_add(tiny_hatch)), mutated(_add(tiny_hatch.model_copy(
         update={"boundaries": (((301, 120), (300.5, 121), (300, 120)),)}))), SPECS["fixed"])
-    # Small random drawings on which a surviving mutant of the matching (its tie-breaks by error
-    # and layer, the score of nothing against nothing) scored differently from the code: found
-    # by a differential search, kept with their spec.
+    # Small random drawings on which a surviving mutant scored differently from the code, found
+    # by a differential search and kept with their spec (and layer table, where it has hidden
+    # layers): of the matching (its tie-breaks by error and layer, the score of nothing against
+    # nothing), of the alignment (vote bins, extents hypotheses, refinement) and of the closed
+    # profiles and translations of the item tables.
     from pydantic import TypeAdapter
 
     entities = TypeAdapter(list[Entity])
     for key, found in json.loads(DIFFERENTIAL.read_text()).items():
         spec = {"position": found["spec"]["position"], "tolerance": Tolerance(**found["spec"]["tolerance"])}
+        if found["spec"].get("ignore_layers"):
+            spec["ignore_layers"] = tuple(found["spec"]["ignore_layers"])
+        layers = tuple(LayerInfo(**layer) for layer in found["layers"]) if "layers" in found else LAYERS
         put(f"differential-{key}/{spec['position']}",
-            functools.partial(drawing, entities.validate_python(found["gold"])),
-            functools.partial(drawing, entities.validate_python(found["candidate"])), spec)
+            functools.partial(drawing, entities.validate_python(found["gold"]), layers=layers),
+            functools.partial(drawing, entities.validate_python(found["candidate"]), layers=layers), spec)
     return out
 
 
