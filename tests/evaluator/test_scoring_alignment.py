@@ -1,8 +1,10 @@
-"""Free position: a drawing moved as a whole is recognised, whichever way it moved."""
+"""Free position and closed outlines: a drawing moved as a whole, or an outline started at
+another corner, is the same drawing."""
 
 from __future__ import annotations
 
 import pytest
+from autocad_bench_evaluator.metadata import LineEntity, PolylineEntity
 
 from tests.evaluator.scoring_corpus import drawing, gold_entities, score, shift_entity
 
@@ -27,3 +29,28 @@ def test_the_same_move_costs_in_fixed_position(dx: float, dy: float) -> None:
     gold = drawing(gold_entities())
     moved = drawing([shift_entity(e, dx, dy) for e in gold_entities()])
     assert score(gold, moved, {"position": "fixed"})["score"] < 0.9
+
+
+def _rectangle_from(corner: int) -> list[tuple[float, float]]:
+    corners = [(10.0, 10.0), (50.0, 10.0), (50.0, 30.0), (10.0, 30.0)]
+    return corners[corner:] + corners[:corner]
+
+
+@pytest.mark.parametrize("corner", [1, 2, 3])
+@pytest.mark.parametrize("position", ["fixed", "free"])
+def test_a_closed_outline_drawn_from_another_corner_is_the_same_outline(corner: int, position: str) -> None:
+    """A closed profile's perimeter includes its closing edge wherever the drafter started."""
+    outline = PolylineEntity(vertices=tuple(_rectangle_from(0)), closed=True, layer="OUTLINE")
+    again = outline.model_copy(update={"vertices": tuple(_rectangle_from(corner))})
+    report = score(drawing([outline]), drawing([again]), {"position": position})
+    assert report["score"] == 1.0, report["components"]
+
+
+@pytest.mark.parametrize("corner", [1, 2, 3])
+def test_a_closed_chain_of_lines_started_at_another_corner_is_the_same_outline(corner: int) -> None:
+    def chain(start: int) -> list[LineEntity]:
+        ring = _rectangle_from(start)
+        return [LineEntity(start=ring[i], end=ring[(i + 1) % 4], layer="OUTLINE") for i in range(4)]
+
+    report = score(drawing(chain(0)), drawing(chain(corner)), {"position": "fixed"})
+    assert report["score"] == 1.0, report["components"]
