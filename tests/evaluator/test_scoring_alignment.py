@@ -54,3 +54,34 @@ def test_a_closed_chain_of_lines_started_at_another_corner_is_the_same_outline(c
 
     report = score(drawing(chain(0)), drawing(chain(corner)), {"position": "fixed"})
     assert report["score"] == 1.0, report["components"]
+
+
+@pytest.mark.parametrize("start", [1, 2, 3, 4])
+def test_a_closed_polyline_that_comes_back_through_its_first_vertex_keeps_its_closing_edge(start: int) -> None:
+    """A triangle with a spur out of its first corner and back: wherever the vertex list starts,
+    the closing edge (the spur's way back) is part of the perimeter."""
+    vertices = [(10.0, 10.0), (50.0, 10.0), (50.0, 30.0), (10.0, 10.0), (0.0, 0.0)]
+    outline = PolylineEntity(vertices=tuple(vertices), closed=True, layer="OUTLINE")
+    again = outline.model_copy(update={"vertices": tuple(vertices[start:] + vertices[:start])})
+    report = score(drawing([outline]), drawing([again]), {"position": "fixed"})
+    assert report["score"] == 1.0, report["components"]
+
+
+@pytest.mark.parametrize("side", [0.05, 0.2, 0.24])
+def test_a_small_closed_outline_is_a_profile_of_its_own(side: float) -> None:
+    """A closed square of perimeter under one unit (a slot end, a keyway) counts like any other."""
+    big = PolylineEntity(vertices=((0.0, 0.0), (40.0, 0.0), (40.0, 20.0), (0.0, 20.0)), closed=True, layer="OUTLINE")
+    small = PolylineEntity(vertices=((60.0, 0.0), (60.0 + side, 0.0), (60.0 + side, side), (60.0, side)), closed=True,
+                           layer="OUTLINE")
+    report = score(drawing([big, small]), drawing([big]), {"position": "fixed"})
+    assert report["components"]["topology"]["details"]["profiles.gold"] == 2
+    assert report["score"] < 1.0
+
+
+def test_a_closed_polyline_folded_onto_a_line_encloses_nothing() -> None:
+    """Closed, but every vertex on one line: no area, so no profile (its segments still count)."""
+    flat = PolylineEntity(vertices=((0.0, 0.0), (10.0, 0.0), (20.0, 0.0)), closed=True, layer="OUTLINE")
+    square = PolylineEntity(vertices=((0.0, 5.0), (4.0, 5.0), (4.0, 9.0), (0.0, 9.0)), closed=True, layer="OUTLINE")
+    report = score(drawing([flat, square]), drawing([square]), {"position": "fixed"})
+    details = report["components"]["topology"]["details"]
+    assert (details["profiles.gold"], details["profiles.candidate"], details["profiles.score"]) == (1, 1, 1.0)
