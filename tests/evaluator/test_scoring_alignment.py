@@ -54,6 +54,22 @@ def test_a_closed_chain_of_lines_started_at_another_corner_is_the_same_outline(c
 
     report = score(drawing(chain(0)), drawing(chain(corner)), {"position": "fixed"})
     assert report["score"] == 1.0, report["components"]
+    details = report["components"]["topology"]["details"]
+    assert (details["profiles.gold"], details["profiles.candidate"]) == (1, 1)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (0, 2, 1, 3), (3, 2, 1, 0), (1, 3, 0, 2)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_closed_chain_of_lines_is_one_profile_whatever_order_and_direction_its_lines_were_drawn(
+    order: tuple[int, ...], reverse: bool
+) -> None:
+    ring = _rectangle_from(0)
+    lines = [LineEntity(start=ring[i], end=ring[(i + 1) % 4], layer="OUTLINE") for i in order]
+    if reverse:
+        lines = [LineEntity(start=e.end, end=e.start, layer="OUTLINE") for e in lines]
+    outline = PolylineEntity(vertices=tuple(ring), closed=True, layer="OUTLINE")
+    details = score(drawing([outline]), drawing(lines), {"position": "fixed"})["components"]["topology"]["details"]
+    assert (details["profiles.gold"], details["profiles.candidate"], details["profiles.score"]) == (1, 1, 1.0)
 
 
 @pytest.mark.parametrize("start", [1, 2, 3, 4])

@@ -10,7 +10,9 @@ import numpy as np
 from autocad_bench_evaluator.scoring.matching import _assign
 
 
-def _pairs(credit: list[list[float]], err: list[list[float]], layer_diff: list[list[float]] | None = None) -> list[tuple[int, int]]:
+def _pairs(
+    credit: list[list[float]], err: list[list[float]], layer_diff: list[list[float]] | None = None
+) -> list[tuple[int, int]]:
     match = _assign(np.asarray(credit), np.asarray(err), None if layer_diff is None else np.asarray(layer_diff))
     return sorted((r, c) for r, c, _ in match.pairs)
 
