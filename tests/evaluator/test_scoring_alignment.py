@@ -4,7 +4,7 @@ another corner, is the same drawing."""
 from __future__ import annotations
 
 import pytest
-from autocad_bench_evaluator.metadata import LineEntity, PolylineEntity
+from autocad_bench_evaluator.metadata import ArcEntity, LineEntity, PolylineEntity
 
 from tests.evaluator.scoring_corpus import drawing, gold_entities, score, shift_entity
 
@@ -101,3 +101,30 @@ def test_a_closed_polyline_folded_onto_a_line_encloses_nothing() -> None:
     report = score(drawing([flat, square]), drawing([square]), {"position": "fixed"})
     details = report["components"]["topology"]["details"]
     assert (details["profiles.gold"], details["profiles.candidate"], details["profiles.score"]) == (1, 1, 1.0)
+
+
+def test_a_circle_drawn_as_two_half_arcs_is_a_closed_profile() -> None:
+    halves = [ArcEntity(center=(20.0, 20.0), radius=5.0, start_angle=0.0, end_angle=180.0, layer="OUTLINE"),
+              ArcEntity(center=(20.0, 20.0), radius=5.0, start_angle=180.0, end_angle=360.0, layer="OUTLINE")]
+    details = score(drawing(halves), drawing(halves), {"position": "fixed"})["components"]["topology"]["details"]
+    assert (details["profiles.gold"], details["profiles.candidate"]) == (1, 1)
+
+
+def test_a_scribble_of_endpoints_too_dense_to_snap_leaves_the_outlines_unrecognised() -> None:
+    """The documented bound: past 400,000 endpoint pairs within the tolerance (a scribble of
+    hundreds of tiny strokes in one spot) no closed chain of lines is recognised as a profile,
+    so a pathological drawing costs bounded time; below it the same outline is one."""
+    ring = _rectangle_from(0)
+    outline = [LineEntity(start=ring[i], end=ring[(i + 1) % 4], layer="OUTLINE") for i in range(4)]
+
+    def scribble(strokes: int) -> list[LineEntity]:
+        return [LineEntity(start=(100 + i * 1e-4, 100.0), end=(100 + i * 1e-4, 100.05), layer="OUTLINE")
+                for i in range(strokes)]
+
+    def profiles(strokes: int) -> int:
+        drawn = drawing(outline + scribble(strokes))
+        details = score(drawn, drawn, {"position": "fixed"})["components"]["topology"]["details"]
+        return int(details.get("profiles.gold", 0))
+
+    # 2 x 320 endpoints within 0.5 of each other: 640^2 = 409,600 pairs; 2 x 300: 360,000
+    assert (profiles(300), profiles(320)) == (1, 0)
