@@ -4,7 +4,7 @@ another corner, is the same drawing."""
 from __future__ import annotations
 
 import pytest
-from autocad_bench_evaluator.metadata import ArcEntity, LineEntity, PolylineEntity
+from autocad_bench_evaluator.metadata import ArcEntity, HatchEntity, LineEntity, PolylineEntity
 
 from tests.evaluator.scoring_corpus import drawing, gold_entities, score, shift_entity
 
@@ -128,3 +128,31 @@ def test_a_scribble_of_endpoints_too_dense_to_snap_leaves_the_outlines_unrecogni
 
     # 2 x 320 endpoints within 0.5 of each other: 640^2 = 409,600 pairs; 2 x 300: 360,000
     assert (profiles(300), profiles(320)) == (1, 0)
+
+
+@pytest.mark.parametrize("zero_length_corner", [False, True])
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (0, 2, 1, 3)])
+def test_an_outline_among_hundreds_of_other_lines_is_still_a_profile(
+    zero_length_corner: bool, order: tuple[int, ...]
+) -> None:
+    """Past 256 snapped ends (Python's small integers: an identity test on node numbers would
+    pass below that and fail above), a closed chain of lines is walked like any other, with or
+    without a stroke at one of its corners short enough to snap to a point."""
+    others = [LineEntity(start=(float(i), 0.0), end=(float(i), 0.5), layer="OUTLINE") for i in range(300)]
+    ring = [(1000.0, 1000.0), (1040.0, 1000.0), (1040.0, 1020.0), (1000.0, 1020.0)]
+    outline = [LineEntity(start=ring[i], end=ring[(i + 1) % 4], layer="OUTLINE") for i in order]
+    if zero_length_corner:
+        # shorter than the tolerance: both its ends snap onto the corner
+        outline.append(LineEntity(start=ring[2], end=(ring[2][0] + 0.01, ring[2][1]), layer="OUTLINE"))
+    drawn = drawing(others + outline)
+    details = score(drawn, drawn, {"position": "fixed"})["components"]["topology"]["details"]
+    assert details["profiles.gold"] == 1
+
+
+def test_a_hatch_loop_folded_onto_a_line_adds_no_area() -> None:
+    square = ((0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0))
+    flat = ((20.0, 0.0), (30.0, 0.0), (40.0, 0.0))
+    plain = HatchEntity(pattern="SOLID", solid=True, boundaries=(square,), layer="HATCH")
+    with_flat = plain.model_copy(update={"boundaries": (square, flat)})
+    report = score(drawing([plain]), drawing([with_flat]), {"position": "fixed"})
+    assert report["score"] == 1.0, report["components"]
