@@ -150,9 +150,19 @@ def test_an_outline_among_hundreds_of_other_lines_is_still_a_profile(
 
 
 def test_a_hatch_loop_folded_onto_a_line_adds_no_area() -> None:
-    square = ((0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0))
-    flat = ((20.0, 0.0), (30.0, 0.0), (40.0, 0.0))
+    # a small loop and a flat one far off: any area or weight given to the flat loop moves the
+    # hatch's area and centroid beyond the tolerance
+    square = ((0.0, 0.0), (2.0, 0.0), (2.0, 2.0), (0.0, 2.0))
+    flat = ((100.0, 0.0), (200.0, 0.0), (300.0, 0.0))
     plain = HatchEntity(pattern="SOLID", solid=True, boundaries=(square,), layer="HATCH")
     with_flat = plain.model_copy(update={"boundaries": (square, flat)})
     report = score(drawing([plain]), drawing([with_flat]), {"position": "fixed"})
     assert report["score"] == 1.0, report["components"]
+
+
+def test_a_closed_polyline_with_its_first_vertex_entered_twice_is_the_same_outline() -> None:
+    ring = _rectangle_from(0)
+    outline = PolylineEntity(vertices=tuple(ring), closed=True, layer="OUTLINE")
+    doubled = outline.model_copy(update={"vertices": (ring[0], *ring)})
+    details = score(drawing([outline]), drawing([doubled]), {"position": "fixed"})["components"]["topology"]["details"]
+    assert (details["profiles.gold"], details["profiles.candidate"], details["profiles.score"]) == (1, 1, 1.0)
