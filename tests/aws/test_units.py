@@ -6,6 +6,7 @@ import asyncio
 import base64
 import re
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from autocad_bench_aws.calls import AwsSession
 from autocad_bench_aws.gate import run_gate
 from autocad_bench_aws.launch import run_instance
 from autocad_bench_aws.plugin import AwsPlugin
-from autocad_bench_aws.publisher import parse_destination, trace_destination
+from autocad_bench_aws.publisher import S3TracePublisher, parse_destination, trace_destination
 from autocad_bench_aws.settings import aws_settings
 from autocad_bench_aws.worker import WorkerConfig, config_from_user_data, tags, user_data
 from tests.aws.conftest import REPO, VERSION, AwsEnv
@@ -83,20 +84,80 @@ def test_trace_destinations_current_and_legacy() -> None:
         parse_destination("gs://bucket")
 
 
-def test_the_trace_publisher_mirrors_live_files_to_s3(aws: AwsEnv, tmp_path: Path) -> None:
-    aws.client("s3").create_bucket(Bucket="traces")
+def _trace_keys(aws: AwsEnv, bucket: str) -> set[str]:
+    return {o["Key"] for o in aws.client("s3").list_objects_v2(Bucket=bucket).get("Contents", [])}
+
+
+def test_closing_the_trace_publisher_sends_every_file_it_has_not_sent(
+        aws: AwsEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Production bounds (no time scale): the scanner's first round is 2 s away and the final
+    # round has 30 s, so what this asserts is close()'s completeness, not a race against a
+    # shrunken budget (under CPU load, 0.6 s did not always cover two uploads).
+    monkeypatch.delenv("AUTOCAD_BENCH_AWS_TIME_SCALE")
+    aws.client("s3").create_bucket(Bucket="traces-on-close")
     out = tmp_path / "batch"
     (out / "rollouts" / "r").mkdir(parents=True)
     (out / "batch-state.json").write_text("{}")
     publisher = AwsPlugin().create_trace_publisher(TracePublisherRequest(
-        batch_id="b1", output_dir=out, destination="s3://traces/live", prefix="run"))
+        batch_id="b1", output_dir=out, destination="s3://traces-on-close/live", prefix="run"))
     assert publisher is not None
     (out / "rollouts" / "r" / "model_turns.jsonl").write_text('{"turn": 1}\n')
+    (out / "rollouts" / "r" / "frame.png.partial").write_text("half")
     publisher.publish(out / "rollouts" / "r" / "model_turns.jsonl")
     publisher.close()
-    keys = {o["Key"] for o in aws.client("s3").list_objects_v2(Bucket="traces")["Contents"]}
-    assert keys == {"live/run/b1/batch-state.json", "live/run/b1/rollouts/r/model_turns.jsonl"}
-    assert publisher.describe()["destination"] == "s3://traces"
+    assert _trace_keys(aws, "traces-on-close") == {"live/run/b1/batch-state.json",
+                                                   "live/run/b1/rollouts/r/model_turns.jsonl"}
+    assert publisher.describe()["destination"] == "s3://traces-on-close"
+
+
+def test_the_trace_publisher_mirrors_files_while_the_batch_runs(aws: AwsEnv, tmp_path: Path) -> None:
+    aws.client("s3").create_bucket(Bucket="traces-live")
+    out = tmp_path / "batch"
+    out.mkdir()
+    publisher = AwsPlugin().create_trace_publisher(TracePublisherRequest(
+        batch_id="b1", output_dir=out, destination="s3://traces-live"))
+    assert publisher is not None
+    try:
+        (out / "batch-state.json").write_text('{"v": 1}')  # never published: the scanner finds it
+        deadline = time.monotonic() + 30
+        while "b1/batch-state.json" not in _trace_keys(aws, "traces-live"):
+            assert time.monotonic() < deadline, "the scanner never uploaded the file"
+            time.sleep(0.02)
+    finally:
+        publisher.close()
+
+
+class _StuckS3:
+    """An S3 client whose uploads hang until released (a network that has stopped answering)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    def put_object(self, **_: object) -> dict[str, object]:
+        self.calls += 1
+        self.release.wait(20)
+        return {}
+
+
+def test_closing_the_trace_publisher_returns_within_its_flush_bound_when_s3_hangs(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")
+    s3 = _StuckS3()
+    publisher = S3TracePublisher(AwsSession("us-east-1", clients={"s3": s3}), "b1", tmp_path, "traces", "",
+                                 scan_s=0.01, flush_s=0.5)
+    try:
+        deadline = time.monotonic() + 20
+        while s3.calls == 0:  # the scanner's round is now stuck in its first upload
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        started = time.monotonic()
+        publisher.close()
+        closed_in = time.monotonic() - started
+    finally:
+        s3.release.set()
+    assert closed_in < 10, f"close() waited {closed_in:.1f} s for a hung upload (its bound is 0.5 s)"
+    assert publisher.uploaded == 0
 
 
 class _Handoff:

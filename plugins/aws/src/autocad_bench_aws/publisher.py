@@ -62,13 +62,14 @@ class S3TracePublisher(TracePublisher):
     """See the module docstring."""
 
     def __init__(self, session: AwsSession, batch_id: str, output_dir: Path, bucket: str, prefix: str,
-                 *, scan_s: float | None = None) -> None:
+                 *, scan_s: float | None = None, flush_s: float | None = None) -> None:
         self.session = session
         self.batch_id = batch_id
         self.output_dir = output_dir
         self.bucket = bucket
         self.prefix = prefix
         self.scan_s = scan_s if scan_s is not None else scaled(TRACE_SCAN_S)
+        self.flush_s = flush_s if flush_s is not None else scaled(TRACE_FLUSH_S)
         self.uploaded = 0
         self.failed = 0
         self._seen: dict[str, tuple[int, int]] = {}
@@ -80,6 +81,10 @@ class S3TracePublisher(TracePublisher):
         self._round_lock = threading.Lock()
         self._stop = threading.Event()
         self._closed = False
+        # Build the S3 client now (no request is sent): built lazily, its service-model load
+        # (hundreds of milliseconds, seconds under load) was paid inside close()'s flush
+        # budget, and the final round could run out before the last files were sent.
+        session.s3  # noqa: B018
         self._thread = threading.Thread(target=self._run, name="s3-trace-publisher", daemon=True)
         self._thread.start()
         atexit.register(self.close)
@@ -138,12 +143,22 @@ class S3TracePublisher(TracePublisher):
         return count
 
     def close(self) -> None:
+        """Stop the scanner and upload what changed since its last round, all within
+        ``flush_s``: waiting for the scanner's round in flight counts against the same
+        budget, so close() returns in about ``flush_s`` however slow S3 is. Files not sent
+        by then stay unsent (counted nowhere: the local trace is the record)."""
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + self.flush_s
         self._stop.set()
-        self._thread.join(timeout=scaled(TRACE_FLUSH_S))
-        self.round(deadline=time.monotonic() + scaled(TRACE_FLUSH_S))
+        self._thread.join(timeout=self.flush_s)
+        if not self._round_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return  # the scanner's round is still sending; it already holds the queue
+        try:
+            self._round(deadline)
+        finally:
+            self._round_lock.release()
 
 
 def describe_failure(error: Exception) -> dict[str, Any]:
