@@ -47,7 +47,11 @@ async def main(count: int, width: int, height: int, ready: Path, realistic: bool
                for _ in range(count)]
     for broker in brokers:
         await broker.start()
-    ready.write_text(json.dumps({"urls": [b.url for b in brokers], "token": brokers[0].token}))
+    # Written whole under another name and renamed: the parent polls for the name and would
+    # otherwise read a file that exists but is still empty (seen at 1,000 brokers under load).
+    partial = ready.with_name(ready.name + ".partial")
+    partial.write_text(json.dumps({"urls": [b.url for b in brokers], "token": brokers[0].token}))
+    partial.replace(ready)
     await asyncio.Event().wait()
 
 

@@ -27,6 +27,7 @@ run are inflated by the profiler; only the table of an unprofiled run counts).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -117,6 +118,8 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
             added = added_latencies(out, latency) if out.exists() else []
             if profile is not None and pstats_path.exists():
                 write_profile(pstats_path, profile, f"{rollouts} x {turns} turns at {latency} s")
+            if summary.get("counts", {}).get("done", 0) != rollouts:
+                report_unfinished(out, summary, [tmp / "stdout.txt", tmp / "stderr.txt"])
     counts = summary.get("counts", {})
     cpu = usage.ru_utime + usage.ru_stime
     total_turns = rollouts * turns
@@ -130,6 +133,32 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
         "lag_p99_ms": 1000 * percentile(lag, 0.99), "lag_max_ms": 1000 * max(lag, default=float("nan")),
         "wall_s": wall, "ideal_s": turns * latency,
     }
+
+
+def report_unfinished(out: Path, summary: dict[str, Any], logs: list[Path]) -> None:
+    """Say on stderr what became of every rollout that did not end ``done`` (the output
+    directory is temporary: without this a short count would be all that is left of it)."""
+    sys.stderr.write(f"not every rollout finished: counts {summary.get('counts')}\n")
+    try:
+        state = json.loads((out / "batch-state.json").read_text())
+    except (OSError, ValueError) as error:
+        sys.stderr.write(f"  batch-state.json unreadable: {error}\n")
+        return
+    for entry in state.get("rollouts", []):
+        if entry.get("state") == "done":
+            continue
+        rollout = out / "rollouts" / entry["rollout_id"]
+        result: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            result = json.loads((rollout / "result.json").read_text())
+        brief = {k: entry.get(k) for k in ("rollout_id", "state", "failure_class", "stop_reason", "exit_code", "turns")}
+        found = {k: result.get(k) for k in ("status", "failure_class", "error", "stop_reason")}
+        sys.stderr.write(f"  {json.dumps(brief, default=str)} result: {json.dumps(found, default=str)}\n")
+        for log in logs:
+            with contextlib.suppress(OSError):
+                mentions = [line for line in log.read_text(errors="replace").splitlines()
+                            if entry["rollout_id"] in line]
+                sys.stderr.writelines(f"    {log.name}: {line[:400]}\n" for line in mentions[-8:])
 
 
 def write_profile(pstats_path: Path, target: Path, title: str) -> None:
