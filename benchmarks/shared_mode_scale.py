@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import platform
@@ -156,9 +157,15 @@ def report_unfinished(out: Path, summary: dict[str, Any], logs: list[Path]) -> N
         sys.stderr.write(f"  {json.dumps(brief, default=str)} result: {json.dumps(found, default=str)}\n")
         for log in logs:
             with contextlib.suppress(OSError):
-                mentions = [line for line in log.read_text(errors="replace").splitlines()
-                            if entry["rollout_id"] in line]
-                sys.stderr.writelines(f"    {log.name}: {line[:400]}\n" for line in mentions[-8:])
+                lines = log.read_text(errors="replace").splitlines()
+                for at, line in enumerate(lines):
+                    if entry["rollout_id"] not in line:
+                        continue
+                    # an ERROR line is followed by its traceback: show it up to the next log line
+                    shown = [line]
+                    if "ERROR" in line:
+                        shown += itertools.takewhile(lambda follow: not follow[:2].isdigit(), lines[at + 1:at + 60])
+                    sys.stderr.writelines(f"    {log.name}: {text[:400]}\n" for text in shown)
 
 
 def write_profile(pstats_path: Path, target: Path, title: str) -> None:
