@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,13 @@ def test_deliberately_fails_with_its_process_running(owned_processes: Path) -> N
     process = subprocess.Popen(["sh", "-c", f"cd {owned_processes} && exec sleep 600"], start_new_session=True,
                                env={"PATH": os.environ["PATH"], "HOME": str(owned_processes)})
     print(f"LEAKED-TEST {process.pid}")
+    # Fail only once the process is findable as this test's: between fork and exec it still
+    # shows the parent's command line and environment, and under load a teardown scan in that
+    # window found nothing to kill (the leak then escaped to whoever looked next).
+    deadline = time.monotonic() + 30
+    while process.pid not in {proc.pid for proc in processes.find(paths=[owned_processes])}:
+        assert time.monotonic() < deadline, "the deliberately leaked process never became findable"
+        time.sleep(0.01)
     pytest.fail("deliberate failure with a process running")
 
 
