@@ -55,9 +55,9 @@ class InProcessChild:
 
     async def run(self, environ: Mapping[str, str]) -> int:
         env = child_environment(self._names, self._environ, environ)
+        pilot = run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
         if self._loops is None:
-            return await run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop)
-        pilot = run_pilot(self._rollout_dir, env, host=self._host, stop=self._stop, offload=self._loops.executor)
+            return await pilot
         # The pilot runs on one of the batch's shared loops; this (the backend's) loop waits.
         return await self._loops.run(pilot)
 

@@ -9,11 +9,10 @@ it ends. The backend's lifecycle thread then only waits for its pilot's result, 
 contract (``run_shared`` on a worker thread) is unchanged.
 
 The trade, measured by ``benchmarks/shared_mode_scale.py --compare-loops`` (see
-docs/performance.md): less controller CPU per turn (a third less at 200 rollouts, half at
-1,000), but a pilot's blocking file work (the fsynced checkpoint journal, the frame written
-to disk) delayed the other pilots of its loop, so the added turn latency's tail grew. That
-work now runs on :attr:`SharedLoops.executor` (a few I/O threads shared by the batch) while
-the loop serves the other pilots (:mod:`autocad_bench.harness.offload`).
+docs/performance.md): about 30 % less controller CPU per turn at 200 rollouts, but a pilot's
+blocking file work (the fsynced checkpoint journal, the frame written to disk) now delays the
+other pilots of its loop, so the added turn latency's tail grows. That is why it is not the
+default.
 
 What can fail: :meth:`SharedLoops.submit` after :meth:`SharedLoops.close` raises
 ``RuntimeError``; a pilot that is still running at close is cancelled (the pilot records
@@ -40,19 +39,14 @@ PILOT_LOOPS_ENV = "AUTOCAD_BENCH_PILOT_LOOPS"
 on its lifecycle thread's own loop."""
 DEFAULT_LOOPS = 0
 """Loops per batch without :data:`PILOT_LOOPS_ENV`: none (see the module docstring)."""
-IO_THREADS = 8
-"""Threads that run the pilots' blocking writes for all shared loops of a batch."""
 
 
 class SharedLoops:
     """``count`` event loops on daemon threads; coroutines are spread over them in turn."""
 
-    def __init__(self, count: int = 2, *, name: str = "pilot-loop", io_threads: int = IO_THREADS) -> None:
+    def __init__(self, count: int = 2, *, name: str = "pilot-loop") -> None:
         if count < 1:
             raise ValueError("SharedLoops needs at least one loop")
-        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix=f"{name}-io")
-        """Runs the pilots' blocking per-turn writes (fsync waits for the disk, not the CPU:
-        a few threads keep many in flight)."""
         self._loops: list[asyncio.AbstractEventLoop] = []
         self._threads: list[threading.Thread] = []
         self._next = itertools.cycle(range(count))
@@ -103,8 +97,6 @@ class SharedLoops:
                 loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
         for thread in self._threads:
             thread.join(timeout_s)
-        # After the loops: a cancelled pilot still waits for the write it started (offload.py).
-        self.executor.shutdown(wait=True)
 
     def __enter__(self) -> SharedLoops:
         return self

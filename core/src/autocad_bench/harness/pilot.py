@@ -31,7 +31,6 @@ pilot shows the model the same pointer with the same frame.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -63,7 +62,6 @@ from autocad_bench.costs import (
 from autocad_bench.harness.assignment import PilotAssignment
 from autocad_bench.harness.feedback import executed_feedback, rejected_feedback
 from autocad_bench.harness.layout import RolloutPaths
-from autocad_bench.harness.offload import off_loop
 from autocad_bench.harness.records import (
     FailureClass,
     PendingBatch,
@@ -117,12 +115,9 @@ class Pilot:
         host: PluginHost | None = None,
         broker: BrokerClient | None = None,
         stop: StopRequest | None = None,
-        offload: concurrent.futures.Executor | None = None,
     ) -> None:
         self.paths = RolloutPaths(rollout_dir)
         self.stop = stop
-        self._offload = offload
-        """Where the per-turn blocking writes run when the loop is shared (see :mod:`.offload`)."""
         self.assignment = PilotAssignment.model_validate_json(self.paths.assignment.read_bytes())
         self.trace = TraceWriter(self.paths)
         self.environ = environ
@@ -385,7 +380,7 @@ class Pilot:
         )
         # Written (durably) before sending: a crash from here on resends this exact request.
         # Run state is rewritten once per turn, after the batch.
-        await off_loop(self._offload, self._save, provider_state=provider_state, pending=pending, run_state=False)
+        self._save(provider_state=provider_state, pending=pending, run_state=False)
         await self._execute(pending, validated.actions)
 
     async def _execute(self, pending: PendingBatch, actions: Sequence[Action] | None = None) -> None:
@@ -400,8 +395,8 @@ class Pilot:
         except BrokerConflict as error:
             raise _Failure(FailureClass.ACTION_REJECTED,
                            f"broker conflict for batch {pending.request_id[:12]}: {error}") from error
-        frame = await off_loop(self._offload, self.trace.save_frame, response.frame.sequence, png,
-                               response.frame.sha256, response.frame.width, response.frame.height)
+        frame = self.trace.save_frame(response.frame.sequence, png, response.frame.sha256,
+                                      response.frame.width, response.frame.height)
         self.trace.receipts(pending.request_id, [
             {**r.model_dump(mode="json"), "replayed": response.replayed, "turn_index": pending.turn_index}
             for r in response.receipts
@@ -416,8 +411,7 @@ class Pilot:
         # When the loop goes on, this state reaches the disk with the next checkpoint
         # (normally the next batch's pending one): a pilot killed before that resends this
         # batch, the broker replays it, and it is counted once, as above.
-        await off_loop(
-            self._offload, self._save,
+        self._save(
             pending=None, next_index=response.next_index, frame=frame, frame_sequence=response.frame.sequence,
             pointer=response.frame.pointer,
             feedback=feedback, tool_use_id=pending.tool_use_id, turn_index=pending.turn_index + 1,
@@ -612,15 +606,13 @@ class Pilot:
 
 
 async def run_pilot(rollout_dir: Path, environ: Mapping[str, str], *, host: PluginHost | None = None,
-                    stop: StopRequest | None = None, offload: concurrent.futures.Executor | None = None) -> int:
+                    stop: StopRequest | None = None) -> int:
     """Run or resume the rollout in ``rollout_dir``; return the exit code (0 completed, 1 failed).
 
     With ``stop``, the pilot stops at the next turn boundary once it is set (see
-    :mod:`autocad_bench.interrupt`) and records the rollout as ``interrupted``. With
-    ``offload`` (a pilot on a shared loop), each turn's checkpoint and frame writes run on
-    that executor instead of blocking the loop (:mod:`autocad_bench.harness.offload`).
+    :mod:`autocad_bench.interrupt`) and records the rollout as ``interrupted``.
     """
-    return await Pilot(rollout_dir, environ, host=host, stop=stop, offload=offload).run()
+    return await Pilot(rollout_dir, environ, host=host, stop=stop).run()
 
 
 def main_sync(rollout_dir: Path) -> int:
