@@ -83,8 +83,13 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
                 "name": "shared-scale", "expected_rollouts": rollouts, "max_concurrency": rollouts,
                 "execution_mode": "shared", "tasks_dir": str(REPO / "examples" / "tasks"),
                 "infrastructure": {"backend": "example-pool", "broker_version": "windows-autocad-2019-v11",
+                                   # All the brokers live in one process on the controller's own
+                                   # cores: in a start wave of 1,000 rollouts a broker's answer to
+                                   # the pool's stale-session check can take longer than the pool's
+                                   # 5 s default, and the rollout would fail admission for a reason
+                                   # that says nothing about the controller being measured.
                                    "settings": {"workers": info["urls"], "token_env": "BENCH_POOL_TOKEN",
-                                                "lease_dir": str(tmp / "leases")}},
+                                                "lease_dir": str(tmp / "leases"), "health_timeout_s": 60}},
                 "evaluation": {"enabled": False},
                 "rollouts": [{"rollout_id": f"r{i:04d}", "task_id": "line-and-circle", "provider": "scripted",
                               "model": f"replay-{i}", "provider_options": {"script": str(script),

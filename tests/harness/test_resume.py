@@ -58,6 +58,8 @@ def test_sigkill_mid_turn_then_resume_has_no_duplicate_action(tmp_path: Path) ->
         resumed = subprocess.run(["autocad-bench-resume", str(out), "--execute"], env=env, capture_output=True,
                                  text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        # The worker it reconnected to is the one it runs on: resume does not release it first.
+        assert "released worker" not in (out / "logs" / "scripted-0.log").read_text()
         time.sleep(1.6)  # let the delayed original request land too: it must replay, not re-inject
         assert [i.index for i in broker.injected] == list(range(19))
     result = json.loads((out / "rollouts" / "scripted-0" / "result.json").read_text())

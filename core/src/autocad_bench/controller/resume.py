@@ -55,7 +55,7 @@ class ResumePlanEntry(StrictModel):
 
     rollout_id: str
     assignment_id: str | None = None
-    trial: int = 1
+    trial: int
     action: ResumeAction
     reason: str
     infrastructure_backend: str

@@ -1,0 +1,377 @@
+"""Executing a resume plan (issue 23, mutation module ``core.resume``): ``execute_resume`` in
+this process on batches that really ran (example pool, fake brokers, shared mode), then shaped
+the way a dead controller or an operator's stop leaves them.
+
+Each test states one rule of what resume does with a rollout and checks it through the batch
+state, the rollout's files and the exit code: a finished but unscored rollout is scored against
+its own task's gold; a failed one is recorded once and never scored; a rollout that finished
+after its controller died keeps the time its files show and the cost it recorded; an
+interrupted attempt is archived once, numbered after the earlier ones, with the spend the batch
+recorded; workers still held for rollouts that will not run on them again are released; a
+resume that admission refuses says which checks failed and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from autocad_bench_evaluator.gold_cache import build_entry
+from autocad_bench_evaluator.spec import ScoringSpec
+from ezdxf.filemanagement import new
+
+from autocad_bench import run_batch
+from autocad_bench.controller.resume import ResumePlan, execute_resume, plan_resume
+from autocad_bench.errors import ConfigError, UserError
+from autocad_bench.plugins import PluginHost
+from autocad_bench.testing.fake_broker import FakeBroker
+from tests.harness.brokers import fake_brokers
+from tests.harness.test_batch_execute import SECRETS
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "examples" / "scripts" / "line-and-circle.jsonl"
+EVALUATOR_VERSION = "resume-execute-v1"
+LINE_AND_CIRCLE, CIRCLE_ONLY = "line-and-circle", "circle-only"
+
+
+@dataclass
+class Pool:
+    """Two live fake brokers and everything a batch on them needs."""
+
+    root: Path
+    brokers: list[FakeBroker]
+    tasks: Path
+    cache: Path
+
+    @property
+    def leases(self) -> Path:
+        return self.root / "leases"
+
+
+def _drawing(path: Path, *, line: bool) -> bytes:
+    doc = new("R2010", setup=True)
+    if line:
+        doc.modelspace().add_line((0, 0), (100, 0))
+    doc.modelspace().add_circle((50, 50), 25)
+    doc.saveas(path)
+    return path.read_bytes()
+
+
+@pytest.fixture
+def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pool]:
+    # Two tasks with different golds, so that scoring one rollout against another's task shows.
+    tasks = tmp_path / "tasks"
+    shutil.copytree(REPO / "examples" / "tasks" / LINE_AND_CIRCLE, tasks / LINE_AND_CIRCLE)
+    shutil.copytree(REPO / "examples" / "tasks" / LINE_AND_CIRCLE, tasks / CIRCLE_ONLY)
+    spec = json.loads((tasks / CIRCLE_ONLY / "task.json").read_text())
+    (tasks / CIRCLE_ONLY / "task.json").write_text(json.dumps({**spec, "task_id": CIRCLE_ONLY}))
+    cache = tmp_path / "gold-cache"
+    drawn = _drawing(tmp_path / "line-and-circle.dxf", line=True)
+    _drawing(tmp_path / "circle-only.dxf", line=False)
+    build_entry(cache, EVALUATOR_VERSION, tmp_path / "line-and-circle.dxf", ScoringSpec(task_id=LINE_AND_CIRCLE))
+    build_entry(cache, EVALUATOR_VERSION, tmp_path / "circle-only.dxf", ScoringSpec(task_id=CIRCLE_ONLY))
+    # Every desktop ends with the line-and-circle drawing: a perfect attempt at that task only.
+    monkeypatch.setattr(FakeBroker, "_drawing", lambda self, session: drawn)
+    with fake_brokers(2, token="resume-execute-broker-token") as brokers:
+        # The example pool reads its token from the process environment (as a real backend would).
+        for name, value in {**SECRETS, "EXAMPLE_POOL_TOKEN": brokers[0].token}.items():
+            monkeypatch.setenv(name, value)
+        yield Pool(tmp_path, brokers, tasks, cache)
+
+
+def run(pool: Pool, rollouts: list[tuple[str, str]], *, evaluation: bool = False, trials: int = 1) -> Path:
+    """Run a batch of ``(rollout_id, task_id)`` in config order to its end; its output directory."""
+    config = {
+        "name": "resume-execute", "expected_rollouts": len(rollouts) * trials, "trials": trials,
+        "max_concurrency": 2, "execution_mode": "shared", "tasks_dir": str(pool.tasks),
+        "infrastructure": {
+            "backend": "example-pool", "broker_version": "windows-autocad-2019-v11",
+            "settings": {"workers": [b.url for b in pool.brokers], "token_env": "EXAMPLE_POOL_TOKEN",
+                         "lease_dir": str(pool.leases)},
+        },
+        "evaluation": {"enabled": True, "gold_cache": str(pool.cache), "evaluator_version": EVALUATOR_VERSION}
+        if evaluation else {"enabled": False},
+        "rollouts": [{"rollout_id": rid, "task_id": task, "provider": "scripted", "model": f"replay-{rid}",
+                      "provider_options": {"script": str(SCRIPT)}} for rid, task in rollouts],
+    }
+    path = pool.root / "batch.json"
+    path.write_text(json.dumps(config))
+    outcome = run_batch(path, pool.root / "run", environ=dict(os.environ))
+    assert outcome.exit_code == 0
+    return outcome.output_dir
+
+
+def resume(out: Path) -> tuple[ResumePlan, int]:
+    """Plan and execute the resume of ``out`` as ``autocad-bench-resume --execute`` does."""
+    environ = dict(os.environ)
+    host = PluginHost(environ=environ)
+    plan = plan_resume(out, host)
+    return plan, execute_resume(plan, host, environ)
+
+
+def state(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "batch-state.json").read_text()))
+
+
+def row(out: Path, rollout_id: str) -> dict[str, Any]:
+    return next(dict(r) for r in state(out)["rollouts"] if r["rollout_id"] == rollout_id)
+
+
+def edit_state(out: Path, rollout_id: str | None = None, **fields: Any) -> None:
+    """Change the batch state as a controller that died mid-batch leaves it."""
+    data = state(out)
+    data["status"] = "running"
+    for entry in data["rollouts"]:
+        if entry["rollout_id"] == rollout_id:
+            entry.update(fields)
+    (out / "batch-state.json").write_text(json.dumps(data))
+
+
+def edit_result(out: Path, rollout_id: str, **fields: Any) -> None:
+    path = out / "rollouts" / rollout_id / "result.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def log(out: Path, rollout_id: str) -> str:
+    return (out / "logs" / f"{rollout_id}.log").read_text()
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# --- finished rollouts ------------------------------------------------------------------------
+
+
+def test_finished_unscored_rollouts_are_scored_each_against_its_own_task(pool: Pool) -> None:
+    # Config order is not id order, and the tasks alternate: scoring a rollout with another
+    # rollout's assignment (its neighbour, the first id below or above it) gives it the other
+    # task's gold, which its drawing does not match.
+    rollouts = [("r-c", CIRCLE_ONLY), ("r-b", LINE_AND_CIRCLE), ("r-a", CIRCLE_ONLY), ("r-d", LINE_AND_CIRCLE)]
+    out = run(pool, rollouts, evaluation=True)
+    for rid, _ in rollouts:
+        assert not (out / "rollouts" / rid / "evaluation").exists()  # the example pool never scores
+        edit_state(out, rid, state="evaluating", finished_at=None, score=None, passed=None)
+
+    plan, code = resume(out)
+
+    assert [(e.rollout_id, e.action) for e in plan.entries] == [(rid, "evaluate") for rid, _ in rollouts]
+    rows = {rid: row(out, rid) for rid, _ in rollouts}
+    assert {rid: r["state"] for rid, r in rows.items()} == dict.fromkeys(rows, "done")
+    assert rows["r-b"]["score"] == rows["r-d"]["score"] == 1.0
+    assert rows["r-a"]["score"] is not None and rows["r-a"]["score"] < 1.0
+    assert rows["r-c"]["score"] == rows["r-a"]["score"]
+    assert "resume: evaluation of the finished rollout exited with code 0" in log(out, "r-b")
+    assert code == 0
+
+
+@pytest.mark.parametrize("evaluation", [False, True], ids=["unevaluated", "evaluated"])
+def test_a_rollout_that_failed_after_its_controller_died_is_recorded_failed_and_never_scored(
+        pool: Pool, evaluation: bool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE), ("r-c", LINE_AND_CIRCLE)],
+              evaluation=evaluation)
+    if evaluation:  # r-b was scored before the controller died
+        edit_state(out, "r-b", score=1.0, passed=True)
+        (out / "rollouts" / "r-b" / "evaluation").mkdir()
+        (out / "rollouts" / "r-b" / "evaluation" / "score.json").write_text(json.dumps({"score": 1.0,
+                                                                                           "passed": True}))
+    for rid in ("r-a", "r-c"):
+        edit_result(out, rid, status="failed", failure_class="model_contract_error",
+                    failure_detail="the model broke the action contract")
+    edit_state(out, "r-a", state="running", finished_at=None, exit_code=None, failure_class=None)
+    # r-c failed while the controller lived: it recorded it (finishing time its own, not the pilot's).
+    edit_state(out, "r-c", state="failed", exit_code=0, failure_class="model_contract_error",
+               finished_at="2026-12-01T00:00:00Z")
+    recorded, scored = row(out, "r-c"), row(out, "r-b")
+
+    plan, code = resume(out)
+
+    assert [(e.rollout_id, e.action) for e in plan.entries] == [
+        ("r-a", "failed"), ("r-b", "complete"), ("r-c", "failed")]
+    failed = row(out, "r-a")
+    assert (failed["state"], failed["failure_class"], failed["score"], failed["passed"]) == (
+        "failed", "model_contract_error", None, None)
+    assert not (out / "rollouts" / "r-a" / "evaluation").exists()
+    # What the controller recorded stays as it recorded it; nothing finished is scored again.
+    assert (row(out, "r-c"), row(out, "r-b")) == (recorded, scored)
+    assert not (out / "rollouts" / "r-c" / "evaluation").exists()
+    if evaluation:
+        assert [p.name for p in (out / "rollouts" / "r-b" / "evaluation").iterdir()] == ["score.json"]
+    assert code == 1
+
+
+def test_a_rollout_that_finished_after_its_controller_died_keeps_its_file_time_and_recorded_cost(
+        pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
+    first = row(out, "r-a")
+    started = datetime.fromisoformat(first["started_at"].replace("Z", "+00:00"))
+    per_second = first["infrastructure_cost_usd"] / first["infrastructure_seconds"]
+    assert per_second > 0
+    for rid in ("r-a", "r-b"):
+        edit_state(out, rid, state="running", finished_at=None, exit_code=None, infrastructure_seconds=None,
+                   infrastructure_cost_usd=None, started_at=started.isoformat())
+        paths = out / "rollouts" / rid
+        for name in ("run-state.json", "resume-checkpoint.json"):
+            os.utime(paths / name, (started.timestamp() + 42, started.timestamp() + 42))
+    # r-a: the pilot wrote its result, the dead controller never added the sandbox's time or cost.
+    edit_result(out, "r-a", infrastructure_seconds=None, infrastructure_cost_usd=None, wall_seconds=0.5)
+    # r-b: a live process timed it and priced it before the controller died.
+    edit_result(out, "r-b", infrastructure_seconds=7.0, infrastructure_cost_usd=0.5, wall_seconds=0.5)
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["complete", "complete"]
+    timed_by_files, timed_live = row(out, "r-a"), row(out, "r-b")
+    assert timed_by_files["state"] == "done" and timed_by_files["infrastructure_seconds"] == 42.0
+    # Priced at the rate the batch priced its own run at (the pool's fallback hourly rate).
+    assert timed_by_files["infrastructure_cost_usd"] == pytest.approx(42 * per_second, rel=0.02)
+    assert (timed_live["state"], timed_live["infrastructure_seconds"], timed_live["infrastructure_cost_usd"]) == (
+        "done", 7.0, 0.5)
+    assert code == 0
+
+
+# --- interrupted attempts ------------------------------------------------------------------------
+
+
+def _interrupt(out: Path, rollout_id: str, earlier: int, **spend: Any) -> str:
+    """Make the current attempt of ``rollout_id`` the ``earlier + 1``-th, stopped by the operator
+    after ``earlier`` interrupted attempts; its attempt id."""
+    batch_id = state(out)["batch_id"]
+    previous = [{"attempt_id": f"{batch_id}.{rollout_id}.{n}", "failure_class": "interrupted", "turns": 1,
+                 "actions": 1, "token_cost_usd": 0.01, "infrastructure_seconds": 1.0,
+                 "infrastructure_cost_usd": 0.001, "finished_at": "2026-01-01T00:00:00Z",
+                 "archived_to": f"interrupted/{rollout_id}/attempt-{n}"} for n in range(1, earlier + 1)]
+    current = f"{batch_id}.{rollout_id}.{earlier + 1}"
+    edit_state(out, rollout_id, state="running", finished_at=None, exit_code=None, attempt_id=current,
+               earlier_attempts=previous, **spend)
+    edit_result(out, rollout_id, attempt_id=current, status="failed", failure_class="interrupted",
+                failure_detail="SIGINT", infrastructure_seconds=3.0, infrastructure_cost_usd=None)
+    return current
+
+
+@pytest.mark.parametrize("earlier", [0, 1, 9])
+def test_an_interrupted_attempt_is_archived_after_the_earlier_ones_with_the_spend_the_batch_recorded(
+        pool: Pool, earlier: int) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    stopped = _interrupt(out, "r-a", earlier, token_cost_usd=0.25, infrastructure_seconds=12.5,
+                         infrastructure_cost_usd=None)
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["restart"]
+    entry = row(out, "r-a")
+    assert entry["state"] == "done" and entry["attempt_id"] == f"{batch_id}.r-a.{earlier + 2}"
+    assert len(entry["earlier_attempts"]) == earlier + 1
+    archived = entry["earlier_attempts"][-1]
+    assert archived == {
+        "attempt_id": stopped, "failure_class": "interrupted", "turns": archived["turns"],
+        "actions": archived["actions"], "token_cost_usd": 0.25, "infrastructure_seconds": 12.5,
+        "infrastructure_cost_usd": 0.0, "finished_at": archived["finished_at"],
+        "archived_to": f"interrupted/r-a/attempt-{earlier + 1}"}
+    moved = json.loads((out / "interrupted" / "r-a" / f"attempt-{earlier + 1}" / "result.json").read_text())
+    assert (moved["attempt_id"], moved["failure_class"]) == (stopped, "interrupted")
+    assert json.loads((out / "rollouts" / "r-a" / "result.json").read_text())["status"] == "completed"
+    assert code == 0
+
+
+def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    stopped = _interrupt(out, "r-a", 0)
+    # The previous resume recorded the attempt and died before it moved the attempt's files.
+    recorded = {"attempt_id": stopped, "failure_class": "interrupted", "turns": 3, "actions": 19,
+                "token_cost_usd": 0.0, "infrastructure_seconds": 3.0, "infrastructure_cost_usd": 0.0,
+                "finished_at": "2026-01-01T00:00:00Z", "archived_to": "interrupted/r-a/attempt-1"}
+    edit_state(out, "r-a", state="queued", attempt_id=f"{batch_id}.r-a.2", earlier_attempts=[recorded])
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["restart"]
+    entry = row(out, "r-a")
+    assert entry["earlier_attempts"] == [recorded]
+    assert (entry["state"], entry["attempt_id"]) == ("done", f"{batch_id}.r-a.2")
+    assert json.loads((out / "interrupted" / "r-a" / "attempt-1" / "result.json").read_text())[
+        "attempt_id"] == stopped
+    assert code == 0
+
+
+# --- workers, admission, configuration --------------------------------------------------------------
+
+
+def test_workers_still_held_for_finished_rollouts_are_released(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    # The controller died before it released r-b's desktop (r-a's was released).
+    (pool.leases / "1.lease").write_text(json.dumps({"batch_id": batch_id, "rollout_id": "r-b",
+                                                     "pid": dead_pid()}))
+    recorded = [row(out, "r-a"), row(out, "r-b")]
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["complete", "complete"]
+    assert not (pool.leases / "1.lease").exists()
+    assert "resume: released worker 1 of this complete rollout\n" in log(out, "r-b")
+    assert "released worker" not in log(out, "r-a")
+    assert [row(out, "r-a"), row(out, "r-b")] == recorded  # finished and recorded: left as they were
+    assert code == 0
+
+
+def test_a_resume_admission_refuses_names_only_the_failed_checks_and_changes_nothing(
+        pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    _interrupt(out, "r-a", 0)
+    before = (out / "batch-state.json").read_bytes()
+    monkeypatch.delenv("EXAMPLE_POOL_TOKEN")
+
+    with pytest.raises(UserError) as refused:
+        resume(out)
+
+    lines = [(p.location, p.message) for p in refused.value.problems]
+    assert ("resume admission", "preflight.token: EXAMPLE_POOL_TOKEN is not set") in lines
+    assert all(location == "resume admission" for location, _ in lines)
+    # Only failed checks: every worker answers 401 without the token, no capacity is admitted.
+    assert all("401" in message or "not set" in message or "admitting 0" in message for _, message in lines), lines
+    assert (out / "batch-state.json").read_bytes() == before
+    assert (out / "rollouts" / "r-a" / "result.json").exists() and not (out / "interrupted").exists()
+
+
+def test_a_rerun_batch_holding_fewer_rollouts_than_the_configuration_expects_resumes(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
+    # A --rerun-failed-from batch of r-a alone: its state holds that one rollout of the two.
+    data = state(out)
+    data["rollouts"] = [r for r in data["rollouts"] if r["rollout_id"] == "r-a"]
+    (out / "batch-state.json").write_text(json.dumps(data))
+    shutil.rmtree(out / "rollouts" / "r-b")
+    _interrupt(out, "r-a", 0)
+
+    plan, code = resume(out)
+
+    assert [(e.rollout_id, e.action) for e in plan.entries] == [("r-a", "restart")]
+    assert [(r["rollout_id"], r["state"]) for r in state(out)["rollouts"]] == [("r-a", "done")]
+    assert code == 0
+
+
+@pytest.mark.parametrize(("before", "after"), [(1, 2), (2, 1)])
+def test_a_configuration_whose_trials_changed_is_refused(pool: Pool, before: int, after: int) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)], trials=before)
+    config = pool.root / "batch.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "trials": after, "expected_rollouts": after}))
+    batch_id = state(out)["batch_id"]
+
+    with pytest.raises(ConfigError) as refused:
+        resume(out)
+
+    assert [(p.location, p.message) for p in refused.value.problems] == [
+        (f"{config}: $.trials", f"is {after} but batch {batch_id} started with trials = {before}")]
