@@ -145,6 +145,14 @@ def log(out: Path, rollout_id: str) -> str:
     return (out / "logs" / f"{rollout_id}.log").read_text()
 
 
+def _per_second(out: Path, rollout_id: str) -> float:
+    """The batch's own price of one second of this pool's desktop (from a rollout it priced)."""
+    priced = row(out, rollout_id)
+    rate = float(priced["infrastructure_cost_usd"]) / float(priced["infrastructure_seconds"])
+    assert rate > 0
+    return rate
+
+
 def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -202,11 +210,11 @@ def test_a_rollout_that_failed_after_its_controller_died_is_recorded_failed_and_
     failed = row(out, "r-a")
     assert (failed["state"], failed["failure_class"], failed["score"], failed["passed"]) == (
         "failed", "model_contract_error", None, None)
-    assert not (out / "rollouts" / "r-a" / "evaluation").exists()
     # What the controller recorded stays as it recorded it; nothing finished is scored again.
     assert (row(out, "r-c"), row(out, "r-b")) == (recorded, scored)
-    assert not (out / "rollouts" / "r-c" / "evaluation").exists()
     if evaluation:
+        assert not (out / "rollouts" / "r-a" / "evaluation").exists()
+        assert not (out / "rollouts" / "r-c" / "evaluation").exists()
         assert [p.name for p in (out / "rollouts" / "r-b" / "evaluation").iterdir()] == ["score.json"]
     assert code == 1
 
@@ -214,10 +222,8 @@ def test_a_rollout_that_failed_after_its_controller_died_is_recorded_failed_and_
 def test_a_rollout_that_finished_after_its_controller_died_keeps_its_file_time_and_recorded_cost(
         pool: Pool) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
-    first = row(out, "r-a")
-    started = datetime.fromisoformat(first["started_at"].replace("Z", "+00:00"))
-    per_second = first["infrastructure_cost_usd"] / first["infrastructure_seconds"]
-    assert per_second > 0
+    started = datetime.fromisoformat(row(out, "r-a")["started_at"].replace("Z", "+00:00"))
+    per_second = _per_second(out, "r-a")
     for rid in ("r-a", "r-b"):
         edit_state(out, rid, state="running", finished_at=None, exit_code=None, infrastructure_seconds=None,
                    infrastructure_cost_usd=None, started_at=started.isoformat())
@@ -264,7 +270,8 @@ def _interrupt(out: Path, rollout_id: str, earlier: int, **spend: Any) -> str:
 def test_an_interrupted_attempt_is_archived_after_the_earlier_ones_with_the_spend_the_batch_recorded(
         pool: Pool, earlier: int) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
-    batch_id = state(out)["batch_id"]
+    batch_id, per_second = state(out)["batch_id"], _per_second(out, "r-a")
+    # Neither the batch nor the result priced the attempt's 12.5 s: resume prices them.
     stopped = _interrupt(out, "r-a", earlier, token_cost_usd=0.25, infrastructure_seconds=12.5,
                          infrastructure_cost_usd=None)
 
@@ -275,15 +282,34 @@ def test_an_interrupted_attempt_is_archived_after_the_earlier_ones_with_the_spen
     assert entry["state"] == "done" and entry["attempt_id"] == f"{batch_id}.r-a.{earlier + 2}"
     assert len(entry["earlier_attempts"]) == earlier + 1
     archived = entry["earlier_attempts"][-1]
-    assert archived == {
-        "attempt_id": stopped, "failure_class": "interrupted", "turns": archived["turns"],
-        "actions": archived["actions"], "token_cost_usd": 0.25, "infrastructure_seconds": 12.5,
-        "infrastructure_cost_usd": 0.0, "finished_at": archived["finished_at"],
-        "archived_to": f"interrupted/r-a/attempt-{earlier + 1}"}
+    assert {k: archived[k] for k in ("attempt_id", "failure_class", "token_cost_usd", "infrastructure_seconds",
+                                     "archived_to")} == {
+        "attempt_id": stopped, "failure_class": "interrupted", "token_cost_usd": 0.25,
+        "infrastructure_seconds": 12.5, "archived_to": f"interrupted/r-a/attempt-{earlier + 1}"}
+    assert archived["infrastructure_cost_usd"] == pytest.approx(12.5 * per_second, rel=0.02)
     moved = json.loads((out / "interrupted" / "r-a" / f"attempt-{earlier + 1}" / "result.json").read_text())
     assert (moved["attempt_id"], moved["failure_class"]) == (stopped, "interrupted")
     assert json.loads((out / "rollouts" / "r-a" / "result.json").read_text())["status"] == "completed"
     assert code == 0
+
+
+@pytest.mark.parametrize(("batch_cost", "result_seconds", "result_cost", "seconds", "cost"), [
+    (0.0, 3.0, 0.9, 3.0, 0.0),  # the batch's 0.0 is a price, not a missing one
+    (None, 3.0, 0.9, 3.0, 0.9),  # nothing recorded by the batch: the result's own
+], ids=["batch-priced", "result-priced"])
+def test_an_archived_attempt_keeps_the_spend_recorded_first_by_the_batch_then_by_its_result(
+        pool: Pool, batch_cost: float | None, result_seconds: float, result_cost: float, seconds: float,
+        cost: float) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    _interrupt(out, "r-a", 0, token_cost_usd=None, infrastructure_seconds=None, infrastructure_cost_usd=batch_cost)
+    edit_result(out, "r-a", token_cost_usd=0.125, infrastructure_seconds=result_seconds,
+                infrastructure_cost_usd=result_cost)
+
+    resume(out)
+
+    (archived,) = row(out, "r-a")["earlier_attempts"]
+    assert (archived["token_cost_usd"], archived["infrastructure_seconds"], archived["infrastructure_cost_usd"]) == (
+        0.125, seconds, cost)
 
 
 def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool) -> None:
@@ -307,6 +333,58 @@ def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool) -
     assert code == 0
 
 
+def _caught_in_flight(out: Path, rollout_id: str) -> None:
+    """Shape ``rollout_id`` as a SIGTERM leaves a rollout it caught mid-turn whose desktop went
+    down with the batch: a checkpoint, no result, no worker; the batch interrupted."""
+    data = state(out)
+    data.update(status="interrupted", interruption={"signal": "SIGTERM", "exit_code": 143,
+                                                    "at": "2026-12-01T00:00:00Z"})
+    (out / "batch-state.json").write_text(json.dumps(data))
+    edit_state(out, rollout_id, state="running", finished_at=None, exit_code=None)
+    (out / "rollouts" / rollout_id / "result.json").unlink()
+
+
+def test_a_rollout_the_signal_caught_in_flight_restarts_with_its_attempt_closed_as_interrupted(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    _caught_in_flight(out, "r-a")
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["restart"]
+    entry = row(out, "r-a")
+    (archived,) = entry["earlier_attempts"]
+    assert archived["failure_class"] == "interrupted"
+    moved = json.loads((out / "interrupted" / "r-a" / "attempt-1" / "result.json").read_text())
+    assert moved["failure_detail"].startswith("caught in flight by the SIGTERM that stopped the batch")
+    assert entry["state"] == "done" and state(out)["interruption"] is None
+    assert code == 0
+
+
+def test_a_resume_that_dies_before_it_queued_everything_is_planned_again_from_the_same_facts(
+        pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
+    _caught_in_flight(out, "r-a")
+    _caught_in_flight(out, "r-b")
+    # The first resume dies at r-a, while it archives the attempt (the archive cannot be
+    # created), before it reached r-b.
+    (out / "interrupted").write_text("in the way")
+    with pytest.raises(OSError):
+        resume(out)
+    (out / "interrupted").unlink()
+
+    plan, code = resume(out)
+
+    # r-b is still the signal's rollout, restarted: not "lost" (closed as an infrastructure failure).
+    assert [(e.rollout_id, e.action, e.reason.split(" (")[0].split(";")[0]) for e in plan.entries] == [
+        ("r-a", "restart", "stopped by the operator before it finished"),
+        ("r-b", "restart", "caught in flight by the SIGTERM that stopped the batch")]
+    for rid in ("r-a", "r-b"):
+        entry = row(out, rid)
+        assert [a["failure_class"] for a in entry["earlier_attempts"]] == ["interrupted"]
+        assert entry["state"] == "done"
+    assert state(out)["interruption"] is None and code == 0
+
+
 # --- workers, admission, configuration --------------------------------------------------------------
 
 
@@ -321,7 +399,7 @@ def test_workers_still_held_for_finished_rollouts_are_released(pool: Pool) -> No
     plan, code = resume(out)
 
     assert [e.action for e in plan.entries] == ["complete", "complete"]
-    assert not (pool.leases / "1.lease").exists()
+    # (The lease file itself says nothing: the batch's closing reap removes it anyway.)
     assert "resume: released worker 1 of this complete rollout\n" in log(out, "r-b")
     assert "released worker" not in log(out, "r-a")
     assert [row(out, "r-a"), row(out, "r-b")] == recorded  # finished and recorded: left as they were
@@ -338,11 +416,10 @@ def test_a_resume_admission_refuses_names_only_the_failed_checks_and_changes_not
     with pytest.raises(UserError) as refused:
         resume(out)
 
-    lines = [(p.location, p.message) for p in refused.value.problems]
-    assert ("resume admission", "preflight.token: EXAMPLE_POOL_TOKEN is not set") in lines
-    assert all(location == "resume admission" for location, _ in lines)
+    lines = [p.message for p in refused.value.problems]
+    assert "preflight.token: EXAMPLE_POOL_TOKEN is not set" in lines
     # Only failed checks: every worker answers 401 without the token, no capacity is admitted.
-    assert all("401" in message or "not set" in message or "admitting 0" in message for _, message in lines), lines
+    assert all("401" in message or "not set" in message or "admitting 0" in message for message in lines), lines
     assert (out / "batch-state.json").read_bytes() == before
     assert (out / "rollouts" / "r-a" / "result.json").exists() and not (out / "interrupted").exists()
 

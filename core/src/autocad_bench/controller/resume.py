@@ -188,8 +188,11 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
         failed = [f"{c.name}: {c.reason}" for c in admission.report.checks if not c.passed]
         raise UserError([Problem("resume admission", line) for line in failed])
     runner = BatchRunner(loaded, admission, budgets, batch_dir, host=host, environ=environ, batch_id=state.batch_id)
+    # The interruption stays on record until every entry has been closed, restarted or
+    # queued: a resume that dies before then is planned again from the same facts (a rollout
+    # the signal caught in flight restarts; with the interruption gone it would read as lost).
     runner.store = BatchStateStore(BatchPaths(batch_dir).state, state.model_copy(
-        update={"status": "running", "finished_at": None, "interruption": None}))
+        update={"status": "running", "finished_at": None}))
 
     def continue_plan() -> int:
         # Under the stop signals from here on: a Ctrl-C while entries are being closed or
@@ -212,6 +215,7 @@ def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str
                 # it): record what it wrote, score and spend included, exactly as _record_end would.
                 _record_finished(runner, batch_dir, entry.rollout_id)
         _terminate_finished_workers(runner.backend, plan, state, batch_dir)
+        runner.store.update(interruption=None)
         return runner.execute(plan.runnable)
 
     code = run_interruptibly(runner, continue_plan)
@@ -317,13 +321,20 @@ def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state
     if result is not None and not any(a.attempt_id == result.attempt_id for a in rollout.earlier_attempts):
         number = len(rollout.earlier_attempts) + 1
         archive = Path("interrupted") / entry.rollout_id / f"attempt-{number}"
+        seconds = rollout.infrastructure_seconds if rollout.infrastructure_seconds is not None \
+            else result.infrastructure_seconds
+        # What the batch recorded wins over the result (the controller adds the sandbox's time
+        # and price after the pilot wrote it); time nobody priced is priced here, never dropped.
+        cost = rollout.infrastructure_cost_usd if rollout.infrastructure_cost_usd is not None \
+            else result.infrastructure_cost_usd
+        if cost is None:
+            rate = hourly_rate(runner.hourly_key(), runner.prices)
+            cost = float(infrastructure_cost(seconds or 0.0, rate.hourly_usd))
         earlier = EarlierAttempt(
             attempt_id=result.attempt_id, failure_class=result.failure_class.value if result.failure_class else None,
             turns=result.turns, actions=result.actions,
             token_cost_usd=rollout.token_cost_usd if rollout.token_cost_usd is not None else result.token_cost_usd,
-            infrastructure_seconds=rollout.infrastructure_seconds if rollout.infrastructure_seconds is not None
-            else result.infrastructure_seconds,
-            infrastructure_cost_usd=rollout.infrastructure_cost_usd or result.infrastructure_cost_usd or 0.0,
+            infrastructure_seconds=seconds, infrastructure_cost_usd=cost,
             finished_at=result.finished_at, archived_to=str(archive))
         runner.store.update_rollout(
             entry.rollout_id, state="queued", attempt_id=f"{state.batch_id}.{entry.rollout_id}.{number + 1}",
