@@ -16,6 +16,7 @@ import click
 
 from autocad_bench.cli.errors import report_user_errors
 from autocad_bench.config import load_config
+from autocad_bench.controller.ownership import hold_batch
 from autocad_bench.controller.resume import load_batch_state
 from autocad_bench.errors import ConfigError, Problem, UserError
 from autocad_bench.infrastructure.models import InfrastructureSpec, ReapRequest
@@ -51,7 +52,13 @@ def reap_command(batch_id: str | None, output_dir: Path | None, config_path: Pat
     problems = backend.call("validate_spec", spec=spec, location="infrastructure") or []
     if problems:
         raise ConfigError(problems)
-    report = backend.call("reap_batch", request=ReapRequest(batch_id=batch_id, spec=spec, output_dir=output_dir))
+    request = ReapRequest(batch_id=batch_id, spec=spec, output_dir=output_dir)
+    if output_dir is not None:
+        # Never under a live controller of the batch: it would tear down desktops in use.
+        with hold_batch(output_dir):
+            report = backend.call("reap_batch", request=request)
+    else:
+        report = backend.call("reap_batch", request=request)
     click.echo(json.dumps({"batch_id": batch_id, "infrastructure_backend": spec.backend,
                            **report.model_dump(mode="json")}, indent=2))
     sys.exit(1 if report.errors else 0)

@@ -38,6 +38,7 @@ from autocad_bench.config.models import BudgetConfig
 from autocad_bench.config.trials import PlannedRollout
 from autocad_bench.controller.children import InProcessChild, child_command, run_subprocess
 from autocad_bench.controller.loops import SharedLoops, pilot_loop_count
+from autocad_bench.controller.ownership import hold_batch
 from autocad_bench.controller.resources import (
     FILES_FOR_THE_CONTROLLER,
     FILES_PER_SHARED_ROLLOUT,
@@ -124,14 +125,19 @@ class BatchRunner:
     # --- entry --------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Create the output tree, run every rollout, reconcile; 0 when every rollout completed."""
+        """Create the output tree, run every rollout, reconcile; 0 when every rollout completed.
+
+        The batch directory is held (:func:`.ownership.hold_batch`) while it runs, so that a
+        resume or reap started beside this controller refuses it.
+        """
         self.output_dir.mkdir(parents=True)
-        BatchPaths(self.output_dir).logs.mkdir()
-        BatchPaths(self.output_dir).rollouts.mkdir()
-        atomic_write_json(BatchPaths(self.output_dir).admission, self.admission.report.model_dump(mode="json"))
-        self.store = BatchStateStore(BatchPaths(self.output_dir).state, self._initial_state())
-        self._write_trace_publisher()
-        return self.execute({entry.rollout_id: None for entry in self.enabled})
+        with hold_batch(self.output_dir):
+            BatchPaths(self.output_dir).logs.mkdir()
+            BatchPaths(self.output_dir).rollouts.mkdir()
+            atomic_write_json(BatchPaths(self.output_dir).admission, self.admission.report.model_dump(mode="json"))
+            self.store = BatchStateStore(BatchPaths(self.output_dir).state, self._initial_state())
+            self._write_trace_publisher()
+            return self.execute({entry.rollout_id: None for entry in self.enabled})
 
     def execute(self, work: Mapping[str, str | None]) -> int:
         """Run the rollouts named in ``work`` (rollout id to a worker id to reconnect, or None

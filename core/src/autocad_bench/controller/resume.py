@@ -27,6 +27,7 @@ from autocad_bench.admission import AdmissionOptions, admit
 from autocad_bench.config import LoadedConfig, effective_budgets, load_config
 from autocad_bench.controller.batch import BatchRunner, resume_hint, run_interruptibly
 from autocad_bench.controller.closing import close_from_checkpoint, crash_seconds
+from autocad_bench.controller.ownership import hold_batch
 from autocad_bench.controller.state import BatchState, BatchStateStore, EarlierAttempt
 from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import hourly_rate, infrastructure_cost
@@ -176,8 +177,17 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
 
 
 def execute_resume(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str]) -> int:
-    """Run the plan in the same output directory; 0 when every rollout ends completed."""
+    """Run the plan in the same output directory; 0 when every rollout ends completed.
+
+    Raises :class:`UserError` before anything changes when another controller still runs
+    the batch (see :mod:`.ownership`) or resume admission refuses it.
+    """
     batch_dir = Path(plan.batch_dir)
+    with hold_batch(batch_dir):
+        return _execute_held(plan, host, environ, batch_dir)
+
+
+def _execute_held(plan: ResumePlan, host: PluginHost, environ: Mapping[str, str], batch_dir: Path) -> int:
     state = load_batch_state(batch_dir)
     loaded = _planned_as_recorded(load_config(state.config_path), state)
     budgets = state.budgets
