@@ -13,6 +13,7 @@ resume that admission refuses says which checks failed and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -29,11 +30,13 @@ from autocad_bench_evaluator.gold_cache import build_entry
 from autocad_bench_evaluator.spec import ScoringSpec
 from ezdxf.filemanagement import new
 
-from autocad_bench import run_batch
+from autocad_bench import register_infrastructure_plugin, run_batch
 from autocad_bench.controller.resume import ResumePlan, execute_resume, plan_resume
 from autocad_bench.errors import ConfigError, UserError
-from autocad_bench.plugins import PluginHost
+from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest, SharedChild
+from autocad_bench.plugins import PluginHost, default_registry
 from autocad_bench.testing.fake_broker import FakeBroker
+from example_autocad_backend.plugin import ExamplePoolPlugin, PoolSettings, lease_worker
 from tests.harness.brokers import fake_brokers
 from tests.harness.test_batch_execute import SECRETS
 
@@ -88,13 +91,14 @@ def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pool]:
         yield Pool(tmp_path, brokers, tasks, cache)
 
 
-def run(pool: Pool, rollouts: list[tuple[str, str]], *, evaluation: bool = False, trials: int = 1) -> Path:
+def run(pool: Pool, rollouts: list[tuple[str, str]], *, evaluation: bool = False, trials: int = 1,
+        backend: str = "example-pool", exit_code: int = 0) -> Path:
     """Run a batch of ``(rollout_id, task_id)`` in config order to its end; its output directory."""
     config = {
         "name": "resume-execute", "expected_rollouts": len(rollouts) * trials, "trials": trials,
         "max_concurrency": 2, "execution_mode": "shared", "tasks_dir": str(pool.tasks),
         "infrastructure": {
-            "backend": "example-pool", "broker_version": "windows-autocad-2019-v11",
+            "backend": backend, "broker_version": "windows-autocad-2019-v11",
             "settings": {"workers": [b.url for b in pool.brokers], "token_env": "EXAMPLE_POOL_TOKEN",
                          "lease_dir": str(pool.leases)},
         },
@@ -106,7 +110,7 @@ def run(pool: Pool, rollouts: list[tuple[str, str]], *, evaluation: bool = False
     path = pool.root / "batch.json"
     path.write_text(json.dumps(config))
     outcome = run_batch(path, pool.root / "run", environ=dict(os.environ))
-    assert outcome.exit_code == 0
+    assert outcome.exit_code == exit_code
     return outcome.output_dir
 
 
@@ -168,8 +172,10 @@ def test_finished_unscored_rollouts_are_scored_each_against_its_own_task(pool: P
     # task's gold, which its drawing does not match.
     rollouts = [("r-c", CIRCLE_ONLY), ("r-b", LINE_AND_CIRCLE), ("r-a", CIRCLE_ONLY), ("r-d", LINE_AND_CIRCLE)]
     out = run(pool, rollouts, evaluation=True)
+    scored = {rid: row(out, rid)["score"] for rid, _ in rollouts}  # by the pool's own lifecycle
     for rid, _ in rollouts:
-        assert not (out / "rollouts" / rid / "evaluation").exists()  # the example pool never scores
+        # The controller died while the evaluation ran: nothing of it was kept.
+        shutil.rmtree(out / "rollouts" / rid / "evaluation")
         edit_state(out, rid, state="evaluating", finished_at=None, score=None, passed=None)
 
     plan, code = resume(out)
@@ -180,8 +186,37 @@ def test_finished_unscored_rollouts_are_scored_each_against_its_own_task(pool: P
     assert rows["r-b"]["score"] == rows["r-d"]["score"] == 1.0
     assert rows["r-a"]["score"] is not None and rows["r-a"]["score"] < 1.0
     assert rows["r-c"]["score"] == rows["r-a"]["score"]
+    assert {rid: r["score"] for rid, r in rows.items()} == scored  # as the lifecycle scored them
     assert "resume: evaluation of the finished rollout exited with code 0" in log(out, "r-b")
     assert code == 0
+
+
+class SkipsEvaluation(ExamplePoolPlugin):
+    """The example pool with its lifecycle's evaluation left out (a broken third-party backend)."""
+
+    name = "example-pool-skips-evaluation"
+
+    def run_shared(self, request: RolloutLaunchRequest, child: SharedChild) -> int:
+        settings: PoolSettings = self.parse_settings(request.spec)
+        with lease_worker(settings, request.batch_id, request.rollout_id) as url:
+            return asyncio.run(child.run({BROKER_URL_ENV: url, BROKER_TOKEN_ENV: os.environ[settings.token_env]}))
+
+
+def test_a_rollout_whose_backend_skipped_the_evaluation_is_failed_and_resume_scores_it(pool: Pool) -> None:
+    register_infrastructure_plugin(SkipsEvaluation())
+    try:
+        out = run(pool, [("r-a", LINE_AND_CIRCLE)], evaluation=True, backend=SkipsEvaluation.name, exit_code=1)
+        skipped = row(out, "r-a")
+        # A completed rollout that measured nothing is not "done": the batch says so and why.
+        assert (skipped["state"], skipped["score"]) == ("failed", None)
+        assert ("evaluation is enabled but backend example-pool-skips-evaluation left no score: its lifecycle "
+                "did not evaluate the rollout (autocad-bench-resume evaluates it)") in log(out, "r-a")
+
+        plan, code = resume(out)
+    finally:
+        default_registry().unregister("infrastructure", SkipsEvaluation.name)
+    assert [e.action for e in plan.entries] == ["evaluate"]
+    assert (row(out, "r-a")["state"], row(out, "r-a")["score"], code) == ("done", 1.0, 0)
 
 
 @pytest.mark.parametrize("evaluation", [False, True], ids=["unevaluated", "evaluated"])
@@ -189,14 +224,14 @@ def test_a_rollout_that_failed_after_its_controller_died_is_recorded_failed_and_
         pool: Pool, evaluation: bool) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE), ("r-c", LINE_AND_CIRCLE)],
               evaluation=evaluation)
-    if evaluation:  # r-b was scored before the controller died
-        edit_state(out, "r-b", score=1.0, passed=True)
-        (out / "rollouts" / "r-b" / "evaluation").mkdir()
-        (out / "rollouts" / "r-b" / "evaluation" / "score.json").write_text(json.dumps({"score": 1.0,
-                                                                                           "passed": True}))
     for rid in ("r-a", "r-c"):
         edit_result(out, rid, status="failed", failure_class="model_contract_error",
                     failure_detail="the model broke the action contract")
+        # A failed rollout whose (optional) evaluation never ran: resume must not run it.
+        shutil.rmtree(out / "rollouts" / rid / "evaluation", ignore_errors=True)
+    # r-b was scored by its lifecycle before the controller died: resume must not score it again.
+    evaluated = {p.name: p.stat().st_mtime_ns for p in (out / "rollouts" / "r-b" / "evaluation").glob("*")}
+    assert ("score.json" in evaluated) is evaluation
     edit_state(out, "r-a", state="running", finished_at=None, exit_code=None, failure_class=None)
     # r-c failed while the controller lived: it recorded it (finishing time its own, not the pilot's).
     edit_state(out, "r-c", state="failed", exit_code=0, failure_class="model_contract_error",
@@ -215,7 +250,7 @@ def test_a_rollout_that_failed_after_its_controller_died_is_recorded_failed_and_
     if evaluation:
         assert not (out / "rollouts" / "r-a" / "evaluation").exists()
         assert not (out / "rollouts" / "r-c" / "evaluation").exists()
-        assert [p.name for p in (out / "rollouts" / "r-b" / "evaluation").iterdir()] == ["score.json"]
+        assert {p.name: p.stat().st_mtime_ns for p in (out / "rollouts" / "r-b" / "evaluation").glob("*")} == evaluated
     assert code == 1
 
 

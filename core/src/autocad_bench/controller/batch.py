@@ -313,6 +313,14 @@ class BatchRunner:
         stopped_by_us = self.stop.is_set() and code in STOP_EXIT_CODES
         state: RolloutState = "done" if result.status == "completed" and (code == 0 or stopped_by_us) else "failed"
         score, passed, _ = read_scores(paths.root)
+        if state == "done" and code == 0 and score is None and self.config.evaluation.enabled:
+            # Evaluation is on and the sandbox exited 0 without a score: its backend skipped the
+            # evaluation its lifecycle owes (a failed one exits nonzero). Counted as done it would
+            # be a completed rollout that silently measures nothing; resume evaluates it.
+            state = "failed"
+            self._log(BatchPaths(self.output_dir).log(entry.rollout_id),
+                      f"evaluation is enabled but backend {self.backend.name} left no score: its lifecycle did "
+                      "not evaluate the rollout (autocad-bench-resume evaluates it)")
         self._set_state(
             entry.rollout_id, state, finished_at=utcnow(), exit_code=code,
             failure_class=result.failure_class.value if result.failure_class else (

@@ -3,7 +3,8 @@
 Each worker is a desktop whose broker already listens at a URL. A rollout takes the first
 free worker by creating ``<lease_dir>/<n>.lease`` with ``O_EXCL`` (so two controllers
 sharing the directory never take the same desktop), runs the child with the broker URL
-and token in its environment, and removes its lease in ``finally``.
+and token in its environment, removes its lease in ``finally`` and then, when the batch
+enables evaluation, scores the rollout (:func:`with_evaluation`).
 
 It also implements the recovery protocol: the lease files are the durable record of which
 rollout holds which worker, so after a crash ``autocad-bench-resume`` finds the worker of
@@ -27,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from autocad_bench.broker.client import BrokerClient
+from autocad_bench.evaluation import evaluate_rollout
 from autocad_bench.infrastructure import (
     BROKER_TOKEN_ENV,
     BROKER_URL_ENV,
@@ -102,7 +104,8 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
             argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
                   json.dumps({"settings": settings.model_dump(), "batch_id": request.batch_id,
                               "rollout_id": request.rollout_id,
-                              "child_names": list(request.child_environment_names)}),
+                              "child_names": list(request.child_environment_names),
+                              "request": request.model_dump(mode="json")}),
                   "--", *request.child_command),
             environment_names=(settings.token_env, *request.child_environment_names),
             cwd=None,
@@ -112,7 +115,8 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         settings: PoolSettings = self.parse_settings(request.spec)
         with lease_worker(settings, request.batch_id, request.rollout_id) as url:
             environ = {BROKER_URL_ENV: url, BROKER_TOKEN_ENV: os.environ.get(settings.token_env, "")}
-            return asyncio.run(child.run(environ))
+            code = asyncio.run(child.run(environ))
+        return with_evaluation(request, code)
 
     def reap_batch(self, request: ReapRequest) -> ReapReport:
         settings: PoolSettings = self.parse_settings(request.spec)
@@ -165,7 +169,8 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
             argv=(sys.executable, "-m", "example_autocad_backend.wrapper",
                   json.dumps({"settings": settings.model_dump(), "batch_id": request.launch.batch_id,
                               "rollout_id": request.launch.rollout_id, "worker": int(request.worker_id),
-                              "child_names": list(request.launch.child_environment_names)}),
+                              "child_names": list(request.launch.child_environment_names),
+                              "request": request.launch.model_dump(mode="json")}),
                   "--", *request.resume_command),
             environment_names=(settings.token_env, *request.launch.child_environment_names),
         )
@@ -174,6 +179,14 @@ class ExamplePoolPlugin(InfrastructureRecoveryPlugin):
         with contextlib.suppress(FileNotFoundError):
             _lease_path(session, int(worker_id)).unlink()
         return True
+
+
+def with_evaluation(request: RolloutLaunchRequest, code: int) -> int:
+    """The lifecycle's last step, after the desktop is released: evaluate the rollout when the
+    batch enables evaluation (the backend contract; the drawing is already in the rollout
+    directory, out of the model's reach). A failed evaluation fails a successful rollout."""
+    evaluated = evaluate_rollout(request, os.environ)
+    return evaluated if code == 0 and evaluated != 0 else code
 
 
 def _holder_alive(owner: dict[str, object]) -> bool:
@@ -303,13 +316,16 @@ def run_wrapped(argv: list[str]) -> int:
     rollout = RolloutIdentity(batch_id=spec["batch_id"], rollout_id=spec["rollout_id"],
                               child_names=tuple(spec.get("child_names", ())))
 
+    launch = RolloutLaunchRequest.model_validate(spec["request"]) if "request" in spec else None
+
     def body() -> int:
         with lease_worker(settings, rollout.batch_id, rollout.rollout_id, spec.get("worker")) as url:
             broker = {BROKER_URL_ENV: url, BROKER_TOKEN_ENV: os.environ.get(settings.token_env, "")}
             hidden = {settings.token_env} - set(rollout.child_names)
             env = {key: value for key, value in os.environ.items() if key not in hidden}
             env.update(broker)
-            return run_child_process(child, env, CHILD_STOP_TIMEOUT_S)
+            code = run_child_process(child, env, CHILD_STOP_TIMEOUT_S)
+        return with_evaluation(launch, code) if launch is not None else code
 
     return run_terminable(body)
 
