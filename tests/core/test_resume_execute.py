@@ -331,10 +331,11 @@ def test_an_interrupted_attempt_is_archived_after_the_earlier_ones_with_the_spen
 @pytest.mark.parametrize(("batch_cost", "result_seconds", "result_cost", "seconds", "cost"), [
     (0.0, 3.0, 0.9, 3.0, 0.0),  # the batch's 0.0 is a price, not a missing one
     (None, 3.0, 0.9, 3.0, 0.9),  # nothing recorded by the batch: the result's own
-], ids=["batch-priced", "result-priced"])
+    (None, None, None, None, 0.0),  # no time known anywhere: nothing to price
+], ids=["batch-priced", "result-priced", "untimed"])
 def test_an_archived_attempt_keeps_the_spend_recorded_first_by_the_batch_then_by_its_result(
-        pool: Pool, batch_cost: float | None, result_seconds: float, result_cost: float, seconds: float,
-        cost: float) -> None:
+        pool: Pool, batch_cost: float | None, result_seconds: float | None, result_cost: float | None,
+        seconds: float | None, cost: float) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
     _interrupt(out, "r-a", 0, token_cost_usd=None, infrastructure_seconds=None, infrastructure_cost_usd=batch_cost)
     edit_result(out, "r-a", token_cost_usd=0.125, infrastructure_seconds=result_seconds,
@@ -347,25 +348,39 @@ def test_an_archived_attempt_keeps_the_spend_recorded_first_by_the_batch_then_by
         0.125, seconds, cost)
 
 
-def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool) -> None:
-    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+# Ids past 64 characters are not shared objects of pydantic's string cache: an identity test
+# in place of equality shows there.
+@pytest.mark.parametrize("rollout_id", ["r-a", "r-a-whose-rollout-id-is-long-enough-to-make-its-attempt-ids-unique"])
+def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool, rollout_id: str) -> None:
+    out = run(pool, [(rollout_id, LINE_AND_CIRCLE)])
     batch_id = state(out)["batch_id"]
-    stopped = _interrupt(out, "r-a", 0)
+    stopped = _interrupt(out, rollout_id, 0)
     # The previous resume recorded the attempt and died before it moved the attempt's files.
     recorded = {"attempt_id": stopped, "failure_class": "interrupted", "turns": 3, "actions": 19,
                 "token_cost_usd": 0.0, "infrastructure_seconds": 3.0, "infrastructure_cost_usd": 0.0,
-                "finished_at": "2026-01-01T00:00:00Z", "archived_to": "interrupted/r-a/attempt-1"}
-    edit_state(out, "r-a", state="queued", attempt_id=f"{batch_id}.r-a.2", earlier_attempts=[recorded])
+                "finished_at": "2026-01-01T00:00:00Z", "archived_to": f"interrupted/{rollout_id}/attempt-1"}
+    edit_state(out, rollout_id, state="queued", attempt_id=f"{batch_id}.{rollout_id}.2", earlier_attempts=[recorded])
 
     plan, code = resume(out)
 
     assert [e.action for e in plan.entries] == ["restart"]
-    entry = row(out, "r-a")
+    entry = row(out, rollout_id)
     assert entry["earlier_attempts"] == [recorded]
-    assert (entry["state"], entry["attempt_id"]) == ("done", f"{batch_id}.r-a.2")
-    assert json.loads((out / "interrupted" / "r-a" / "attempt-1" / "result.json").read_text())[
+    assert (entry["state"], entry["attempt_id"]) == ("done", f"{batch_id}.{rollout_id}.2")
+    assert json.loads((out / "interrupted" / rollout_id / "attempt-1" / "result.json").read_text())[
         "attempt_id"] == stopped
     assert code == 0
+
+
+def test_a_rollout_recorded_failed_whose_pilot_then_completed_is_recorded_done(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    # The stop closed it as failed; its pilot outlived the stop and wrote its own (completed) result.
+    edit_state(out, "r-a", state="failed", failure_class="interrupted")
+
+    plan, code = resume(out)
+
+    assert [e.action for e in plan.entries] == ["complete"]
+    assert (row(out, "r-a")["state"], row(out, "r-a")["failure_class"], code) == ("done", None, 0)
 
 
 def _caught_in_flight(out: Path, rollout_id: str) -> None:
@@ -439,6 +454,28 @@ def test_workers_still_held_for_finished_rollouts_are_released(pool: Pool) -> No
     assert "released worker" not in log(out, "r-a")
     assert [row(out, "r-a"), row(out, "r-b")] == recorded  # finished and recorded: left as they were
     assert code == 0
+
+
+def test_the_worker_of_a_lost_rollout_is_released(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    # The controller died mid-rollout; the rollout's desktop is still listed (its lease), but
+    # the backend cannot reconnect it (here: the plan is told so, as a broken desktop would).
+    edit_state(out, "r-a", state="running", finished_at=None, exit_code=None)
+    (out / "rollouts" / "r-a" / "result.json").unlink()
+    (pool.leases / "1.lease").write_text(json.dumps({"batch_id": batch_id, "rollout_id": "r-a", "pid": dead_pid()}))
+    environ = dict(os.environ)
+    host = PluginHost(environ=environ)
+    planned = plan_resume(out, host)
+    assert [(e.action, e.worker_id) for e in planned.entries] == [("resume", "1")]
+    lost = planned.model_copy(update={"entries": [planned.entries[0].model_copy(update={
+        "action": "lost", "reconnectable": False, "reason": "worker 1 cannot be reconnected: its desktop is broken"})]})
+
+    code = execute_resume(lost, host, environ)
+
+    assert (row(out, "r-a")["state"], row(out, "r-a")["failure_class"]) == ("failed", "infrastructure_lost")
+    assert "resume: released worker 1 of this lost rollout\n" in log(out, "r-a")
+    assert code == 1
 
 
 def test_a_resume_admission_refuses_names_only_the_failed_checks_and_changes_nothing(
