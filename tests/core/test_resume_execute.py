@@ -264,7 +264,7 @@ def test_a_rollout_that_finished_after_its_controller_died_keeps_its_file_time_a
                    infrastructure_cost_usd=None, started_at=started.isoformat())
         paths = out / "rollouts" / rid
         for name in ("run-state.json", "resume-checkpoint.json"):
-            os.utime(paths / name, (started.timestamp() + 42, started.timestamp() + 42))
+            os.utime(paths / name, (started.timestamp() + 42.1234, started.timestamp() + 42.1234))
     # r-a: the pilot wrote its result, the dead controller never added the sandbox's time or cost.
     edit_result(out, "r-a", infrastructure_seconds=None, infrastructure_cost_usd=None, wall_seconds=0.5)
     # r-b: a live process timed it and priced it before the controller died.
@@ -274,9 +274,9 @@ def test_a_rollout_that_finished_after_its_controller_died_keeps_its_file_time_a
 
     assert [e.action for e in plan.entries] == ["complete", "complete"]
     timed_by_files, timed_live = row(out, "r-a"), row(out, "r-b")
-    assert timed_by_files["state"] == "done" and timed_by_files["infrastructure_seconds"] == 42.0
+    assert timed_by_files["state"] == "done" and timed_by_files["infrastructure_seconds"] == 42.123
     # Priced at the rate the batch priced its own run at (the pool's fallback hourly rate).
-    assert timed_by_files["infrastructure_cost_usd"] == pytest.approx(42 * per_second, rel=0.02)
+    assert timed_by_files["infrastructure_cost_usd"] == pytest.approx(42.123 * per_second, rel=0.02)
     assert (timed_live["state"], timed_live["infrastructure_seconds"], timed_live["infrastructure_cost_usd"]) == (
         "done", 7.0, 0.5)
     assert code == 0
@@ -293,6 +293,8 @@ def _interrupt(out: Path, rollout_id: str, earlier: int, **spend: Any) -> str:
                  "actions": 1, "token_cost_usd": 0.01, "infrastructure_seconds": 1.0,
                  "infrastructure_cost_usd": 0.001, "finished_at": "2026-01-01T00:00:00Z",
                  "archived_to": f"interrupted/{rollout_id}/attempt-{n}"} for n in range(1, earlier + 1)]
+    for entry in previous:  # each earlier restart moved its attempt's files there
+        (out / str(entry["archived_to"])).mkdir(parents=True)
     current = f"{batch_id}.{rollout_id}.{earlier + 1}"
     edit_state(out, rollout_id, state="running", finished_at=None, exit_code=None, attempt_id=current,
                earlier_attempts=previous, **spend)
