@@ -66,6 +66,15 @@ COMMAND_INPUT = (1750, 932)
 
 CANVAS_HOVER = ((820, 500), (830, 510))
 """Two points inside the drawing area: moving the pointer there gives LibreCAD a preview position."""
+HOVER_WAIT_S = 0.2
+"""Pause after the hover moves, before the pointer leaves the canvas for the command input.
+
+LibreCAD's text and block-insert actions create nothing for a typed point until the canvas has
+seen the pointer (the preview position must be valid). Qt merges motion events that are queued
+together, so when LibreCAD is not scheduled between the hover moves and the click's own move to
+the command input (a loaded machine), only the last position, over the command dock, arrives and
+the typed point is silently dropped (measured: 6 of 80 text replays beside a ``-n 4`` test run).
+The pause ends only once LibreCAD and Xvfb are idle, so the canvas has handled the hover."""
 
 # Layer List dock (tab "Layer List").
 LAYER_TAB = (1874, 832)
@@ -291,6 +300,7 @@ class LibreCADScript:
             wait(TEXT_DIALOG_WAIT_S),
             move(CANVAS_HOVER[0]),
             move(CANVAS_HOVER[1]),
+            wait(HOVER_WAIT_S),
             click(COMMAND_INPUT),
             *self.entries(point(*insert)),
             ESCAPE,
@@ -366,6 +376,7 @@ class LibreCADScript:
             wait(DIALOG_WAIT_S),
             move(CANVAS_HOVER[0]),
             move(CANVAS_HOVER[1]),
+            wait(HOVER_WAIT_S),
             click(COMMAND_INPUT),
             *self.entries(*(point(*p) for p in points)),
             ESCAPE,
