@@ -238,3 +238,18 @@ def test_gold_cache_entries_build_and_verify(tmp_path: Path) -> None:
     assert solid.metadata.physical_3d is not None and solid.metadata.physical_3d.status == "measured"
     extents = solid.metadata.physical_3d.extents
     assert extents is not None and extents.min == (0.0, 0.0, 0.0) and extents.max == (100.0, 60.0, 20.0)
+
+
+def test_a_hover_move_straight_into_a_click_elsewhere_is_flagged() -> None:
+    """Qt merges queued motion events: a hover not followed by a wait can vanish on a loaded machine."""
+    hover = {"type": "move", "x": 820, "y": 500}
+    click = {"type": "click", "x": 1750, "y": 932, "button": "left", "count": 1}
+    pause = {"type": "wait", "seconds": 0.2}
+    done = {"actions": [{"type": "done"}]}
+    racy = json.dumps({"actions": [hover, hover, click]}) + "\n" + json.dumps(done)
+    settled = json.dumps({"actions": [hover, hover, pause, click]}) + "\n" + json.dumps(done)
+    assert check_jsonl(settled) == []
+    assert check_jsonl(racy) == [
+        "line 1, action 1: a move is followed by a click without a wait; LibreCAD may merge the hover with "
+        "the next pointer move and never see it"
+    ]

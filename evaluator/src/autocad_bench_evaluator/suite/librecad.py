@@ -512,7 +512,8 @@ def noop_jsonl() -> str:
 
 
 def check_jsonl(text: str, display: DisplaySize = DISPLAY) -> list[str]:
-    """Problems with a solution file: every line must pass ``validate_batch``; the last ends with done."""
+    """Problems with a solution file: every line must pass ``validate_batch``; the last ends with done;
+    a hover (``move``) is followed by a ``wait`` before the next pointer action (:data:`HOVER_WAIT_S`)."""
     problems: list[str] = []
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
@@ -527,7 +528,14 @@ def check_jsonl(text: str, display: DisplaySize = DISPLAY) -> list[str]:
         if not hasattr(result, "actions"):
             problems.append(f"line {number}: {result}")
             continue
-        ends = raw["actions"][-1].get("type") == "done"
+        actions = raw["actions"]
+        for index, (action, following) in enumerate(zip(actions, actions[1:])):
+            if action.get("type") == "move" and following.get("type") not in ("move", "wait"):
+                problems.append(
+                    f"line {number}, action {index}: a move is followed by a {following.get('type')} without a "
+                    "wait; LibreCAD may merge the hover with the next pointer move and never see it"
+                )
+        ends = actions[-1].get("type") == "done"
         if ends != (number == len(lines)):
             problems.append(f"line {number}: done must end the last batch and only the last")
     return problems
