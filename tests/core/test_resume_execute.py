@@ -330,6 +330,27 @@ def test_an_interrupted_attempt_is_archived_after_the_earlier_ones_with_the_spen
     assert code == 0
 
 
+def test_a_resume_prices_with_the_table_the_batch_recorded_not_the_resuming_shells(
+        pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    per_second = _per_second(out, "r-a")
+    _interrupt(out, "r-a", 0, token_cost_usd=0.25, infrastructure_seconds=12.5, infrastructure_cost_usd=None)
+    # The shell that resumes has another price list: every desktop hour (listed or fallback) at $1,000.
+    dearer = pool.root / "dearer-prices.json"
+    dearer.write_text(json.dumps({"infrastructure_hourly_usd": {"example-pool": 1000, "any-other": 1000}}))
+    monkeypatch.setenv("AUTOCAD_BENCH_PRICING_JSON", str(dearer))
+    recorded = state(out)["pricing"]
+
+    resume(out)
+
+    entry = row(out, "r-a")
+    (archived,) = entry["earlier_attempts"]
+    assert archived["infrastructure_cost_usd"] == pytest.approx(12.5 * per_second, rel=0.02)
+    assert entry["state"] == "done"
+    assert _per_second(out, "r-a") == pytest.approx(per_second, rel=0.02)
+    assert state(out)["pricing"] == recorded
+
+
 @pytest.mark.parametrize(("batch_cost", "result_seconds", "result_cost", "seconds", "cost"), [
     (0.0, 3.0, 0.9, 3.0, 0.0),  # the batch's 0.0 is a price, not a missing one
     (None, 3.0, 0.9, 3.0, 0.9),  # nothing recorded by the batch: the result's own

@@ -18,6 +18,8 @@ still be planned by it: same ids, same trial numbers.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,6 +33,7 @@ from autocad_bench.controller.ownership import hold_batch
 from autocad_bench.controller.state import BatchState, BatchStateStore, EarlierAttempt
 from autocad_bench.controller.summary import build_summary, print_summary, read_scores, write_summary
 from autocad_bench.costs import hourly_rate, infrastructure_cost
+from autocad_bench.costs.pricing import PricingContract
 from autocad_bench.errors import ConfigError, Problem, UserError
 from autocad_bench.evaluation import evaluate_rollout
 from autocad_bench.harness.layout import BatchPaths, RolloutPaths
@@ -268,13 +271,20 @@ def _planned_as_recorded(loaded: LoadedConfig, state: BatchState) -> LoadedConfi
 
     A configuration whose ``trials`` changed since the batch started plans other rollout
     ids or trial numbers; continuing under it would mix two experiments, so it is refused.
+    The price table the batch recorded is pinned, so the resume prices as the batch did.
     """
     if state.conditions is not None and state.conditions.trials != loaded.config.trials:
         raise ConfigError([Problem(loaded.at("$.trials"), f"is {loaded.config.trials} but batch "
                                    f"{state.batch_id} started with trials = {state.conditions.trials}")])
     # Trial ids encode (assignment, trial) uniquely, so the same trials and the same ids
     # mean the same trials.
-    return loaded.select((r.rollout_id for r in state.rollouts), source=f"batch {state.batch_id}")
+    selected = loaded.select((r.rollout_id for r in state.rollouts), source=f"batch {state.batch_id}")
+    if state.pricing is None:
+        return selected
+    # The rest of the batch is priced with the table it started with, not with whatever
+    # AUTOCAD_BENCH_PRICING_JSON says in the resuming shell: one batch, one price list.
+    pinned = PricingContract.model_validate(state.pricing)
+    return dataclasses.replace(selected, config=selected.config.model_copy(update={"pricing": pinned}))
 
 
 def _aws_aliases(backend: str, worker_id: str, state: str) -> dict[str, object]:
