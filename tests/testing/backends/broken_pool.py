@@ -61,6 +61,8 @@ FLAWS: dict[str, tuple[str, str]] = {
     "terminate-fails": ("crash", Rule.TERMINATE_IDEMPOTENT),
     "recovery-any-worker": ("crash", Rule.RECOVERY_SAME_DESKTOP),
     "recovery-never-runs-child": ("crash", Rule.RECOVERY_RUNS_RESUME_CHILD),
+    "skips-evaluation": ("evaluation", Rule.EVALUATION_RUNS),
+    "ignores-evaluation-failure": ("evaluation", Rule.EVALUATION_FAILS_ROLLOUT),
 }
 RECOVERY_WRAPPER_FLAWS = {"recovery-any-worker", "recovery-never-runs-child"}
 
@@ -81,7 +83,7 @@ class BrokenPool(ExamplePoolPlugin):
             return command.model_copy(update={"argv": ("/nonexistent/example-pool-wrapper", *command.argv[3:])})
         if wrapper_flaw in {"no-release", "original-wrapper", "helper-outlives", "exit-zero", "never-runs-child",
                             "runs-child-twice", "mangles-argv", "unreachable-url", "leaks-credential",
-                            "ignores-sigterm"}:
+                            "ignores-sigterm", "skips-evaluation", "ignores-evaluation-failure"}:
             return command.model_copy(update={"argv": (sys.executable, str(BROKEN_WRAPPER), wrapper_flaw,
                                                        *command.argv[3:])})
         return command

@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV
+from autocad_bench.evaluation import evaluate_rollout
+from autocad_bench.infrastructure import BROKER_TOKEN_ENV, BROKER_URL_ENV, RolloutLaunchRequest
 from autocad_bench.infrastructure.wrapper import run_child_process, run_terminable
 from example_autocad_backend.plugin import PoolSettings, _lease_path, lease_worker
 
@@ -68,6 +69,19 @@ def main(argv: list[str]) -> int:
                 return 9
 
         return run_terminable(no_child)
+
+    if flaw in ("skips-evaluation", "ignores-evaluation-failure"):
+        # The example's wrapper, but it never evaluates, or evaluates and keeps the child's 0.
+        request = RolloutLaunchRequest.model_validate(spec["request"])
+
+        def unevaluated() -> int:
+            with lease_worker(settings, batch_id, rollout_id) as url:
+                code = run_child_process(child, _env(settings, url), 5.0)
+            if flaw == "ignores-evaluation-failure":
+                evaluate_rollout(request, os.environ)
+            return code
+
+        return run_terminable(unevaluated)
 
     def body() -> int:
         with lease_worker(settings, batch_id, rollout_id) as url:

@@ -80,7 +80,7 @@ def test_an_author_suite_passes_the_example_and_fails_the_flaw_naming_the_rule(t
         else:
             outcomes[name] = ("passed", "")
     example = {name: outcome for name, outcome in outcomes.items() if name.startswith("TestExamplePool::")}
-    assert len(example) == 4 and {state for state, _ in example.values()} == {"passed"}, result.stdout
+    assert len(example) == 5 and {state for state, _ in example.values()} == {"passed"}, result.stdout
     state, message = outcomes["TestExitCodeSwallowed::test_lifecycle_runs_the_exact_child_once_and_releases"]
     assert state == "failed" and "[exit-code-propagated]" in message, message
     state, message = outcomes["TestCrashSkipped::test_reap_after_a_crash_removes_exactly_its_leftovers"]

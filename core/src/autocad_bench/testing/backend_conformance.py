@@ -268,6 +268,10 @@ class BackendConformance:
         """Executed: SIGKILL the whole rollout, then recovery hooks, scoped and idempotent reap."""
         self._execute(lifecycle_probe, "crash")
 
+    def test_lifecycle_evaluates_when_the_batch_enables_evaluation(self, lifecycle_probe: LifecycleProbe) -> None:
+        """Executed: evaluation enabled (and bound to fail): it runs after the child and fails the rollout."""
+        self._execute(lifecycle_probe, "evaluation")
+
     def test_reap_is_idempotent(self, handle: PluginHandle, valid_spec: InfrastructureSpec, tmp_path: Path) -> None:
         request = ReapRequest(batch_id="conformance-never-launched", spec=valid_spec, output_dir=tmp_path)
         first = handle.call("reap_batch", request=request)

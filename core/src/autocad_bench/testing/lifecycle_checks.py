@@ -45,6 +45,16 @@ The checks (names as in :data:`EXECUTED_CHECKS`):
     reconnectable (or the backend has no recovery protocol) the resume path is not
     exercised: no failure, but :attr:`LifecycleProbe.not_exercised` says why.
 
+``evaluation``
+    The ``lifecycle`` check's command for a batch that enables evaluation, with an evaluation
+    that cannot succeed (no gold cache is given). The child must still run once and exit 0;
+    then the lifecycle must run the trusted evaluation (core
+    :func:`~autocad_bench.evaluation.evaluate_rollout`), which records
+    ``evaluation/status.json`` in the rollout directory, and its failure must fail the rollout:
+    the command's exit code must not be 0. A lifecycle that skips the evaluation would hand the
+    controller an unscored "successful" rollout. Cleanup is checked as in ``lifecycle``. A
+    backend may instead refuse the rollout before its child starts (a nonzero exit: it checks
+    the evaluation settings up front); then :attr:`LifecycleProbe.not_exercised` says so.
 Every check runs under its own time bound (:attr:`ConformanceOptions.check_timeout_s`):
 backend hooks are called on a daemon thread and abandoned at the bound, commands are killed.
 Whatever a broken backend leaves behind, the probe kills the processes it saw and reaps the
@@ -96,7 +106,7 @@ from autocad_bench.testing.process_watch import (
 
 T = TypeVar("T")
 
-EXECUTED_CHECKS = ("lifecycle", "shared", "cancel", "crash")
+EXECUTED_CHECKS = ("lifecycle", "shared", "cancel", "crash", "evaluation")
 """The names :attr:`ConformanceOptions.skip` accepts, one per executed check."""
 
 CONFORMANCE_SECRET = "conformance-secret-value-7f3a9c"
@@ -149,6 +159,8 @@ class Rule:
     RECOVERY_RUNS_RESUME_CHILD = "recovery-runs-resume-child"
     RECOVERY_SAME_DESKTOP = "recovery-same-desktop"
     CHECK_TIMEOUT = "check-timeout"
+    EVALUATION_RUNS = "evaluation-runs-when-enabled"
+    EVALUATION_FAILS_ROLLOUT = "failed-evaluation-fails-rollout"
 
 
 class ContractViolation(AssertionError):
@@ -368,7 +380,8 @@ class LifecycleProbe:
     def run(self, check: str) -> None:
         """Run the executed check ``check`` (one of :data:`EXECUTED_CHECKS`)."""
         checks: dict[str, Callable[[_Deadline], list[tuple[str, str]]]] = {
-            "lifecycle": self._lifecycle, "shared": self._shared, "cancel": self._cancel, "crash": self._crash}
+            "lifecycle": self._lifecycle, "shared": self._shared, "cancel": self._cancel, "crash": self._crash,
+            "evaluation": self._evaluation}
         deadline = _Deadline(check, self.options.check_timeout_s)
         violations = checks[check](deadline)
         if violations:
@@ -376,7 +389,8 @@ class LifecycleProbe:
 
     # --- building blocks -----------------------------------------------------------------
 
-    def _request(self, check: str, plan: dict[str, Any]) -> tuple[RolloutLaunchRequest, Path]:
+    def _request(self, check: str, plan: dict[str, Any], *, evaluation: bool = False
+                 ) -> tuple[RolloutLaunchRequest, Path]:
         root = self.workdir / f"{check}-{uuid.uuid4().hex[:8]}"
         records = root / "child-records"
         records.mkdir(parents=True)
@@ -388,7 +402,8 @@ class LifecycleProbe:
             batch_id=f"conformance-{check}-{root.name[-8:]}", rollout_id="conformance-rollout",
             attempt_id=f"conformance-{check}.conformance-rollout.1", task_id="conformance-task", spec=self.spec,
             child_command=child, output_dir=output, log_path=root / "batch" / "logs" / "conformance-rollout.log",
-            evaluation=EvaluationArguments(enabled=False, task_id="conformance-task",
+            # Enabled only for the evaluation check, and without a gold cache: it can only fail.
+            evaluation=EvaluationArguments(enabled=evaluation, task_id="conformance-task",
                                            environment_names=(EVALUATION_SECRET_ENV,)),
             child_environment_names=(SECRET_ENV,), task_template=self.options.task_template,
         )
@@ -554,13 +569,14 @@ class LifecycleProbe:
     # --- the checks -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _trial(self, check: str, plan: dict[str, Any], deadline: _Deadline) -> Iterator[_Trial]:
+    def _trial(self, check: str, plan: dict[str, Any], deadline: _Deadline, *, evaluation: bool = False
+               ) -> Iterator[_Trial]:
         """Request a rollout for ``check`` and note the state before it; abandon it unless ``ok``.
 
         The snapshot is taken inside the guarded block so that a backend failing there is
         still reaped.
         """
-        request, records = self._request(check, plan)
+        request, records = self._request(check, plan, evaluation=evaluation)
         trial = _Trial(request, records)
         try:
             trial.state = self._snapshot(deadline)
@@ -602,6 +618,42 @@ class LifecycleProbe:
                                                    f"{_tail(trial.request.log_path)}"))
             violations += self._released(deadline, run, trial.state, trial.capacity, trial.request.batch_id,
                                          what="after the rollout ended")
+            trial.ok = not violations
+            return violations
+
+    def _evaluation(self, deadline: _Deadline) -> list[tuple[str, str]]:
+        with self._trial("evaluation", {"exit_code": 0, "health": True}, deadline, evaluation=True) as trial:
+            run, early = self._launch(trial, deadline, wait_started=False)
+            if early:
+                return early
+            code = self._wait(run, deadline)
+            if code is None:
+                raise deadline.timeout("the lifecycle command")
+            if not run.started() and code != 0:
+                # Refusing up front an evaluation that cannot run is also keeping the contract.
+                self.not_exercised["evaluation"] = (
+                    f"the backend refused the rollout before its child started (exit {code}), so the evaluation "
+                    f"step after the child did not run; command log: {_tail(trial.request.log_path, 2)}")
+                violations = self._released(deadline, run, trial.state, trial.capacity, trial.request.batch_id,
+                                            what="after the refused rollout")
+                trial.ok = not violations
+                return violations
+            violations = self._child_rules(run, exit_code=0, health=True)
+            status = trial.request.output_dir / "evaluation" / "status.json"
+            if not status.is_file():
+                violations.append((Rule.EVALUATION_RUNS, "the batch enables evaluation and the child exited 0, but "
+                                                         "the lifecycle never evaluated the rollout (no "
+                                                         f"{status.relative_to(trial.request.output_dir)} in the "
+                                                         "rollout directory): run the trusted evaluation "
+                                                         "(autocad_bench.evaluation.evaluate_rollout) after the "
+                                                         f"child; command log: {_tail(trial.request.log_path)}"))
+            if code == 0:
+                violations.append((Rule.EVALUATION_FAILS_ROLLOUT, "the evaluation cannot succeed here (no gold "
+                                                                  "cache is given) but the lifecycle command "
+                                                                  "exited 0: a failed evaluation must fail a "
+                                                                  "successful rollout"))
+            violations += self._released(deadline, run, trial.state, trial.capacity, trial.request.batch_id,
+                                         what="after the evaluated rollout ended")
             trial.ok = not violations
             return violations
 
