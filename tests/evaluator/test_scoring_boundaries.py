@@ -724,3 +724,46 @@ def test_default_layer_properties_are_not_checked() -> None:
     gold = _tabled(_lines(["AA", "BB"]), {"AA": 7, "BB": 7})
     layers = _layers_of(gold, _tabled(_lines(["AA", "BB"]), {"AA": 3, "BB": 7}, {"AA": "DASHED"}))
     assert layers.details == {"names.score": 1.0, "assignment.score": 1.0, "defects": 0.0}
+
+
+# --------------------------------------------------------------------------- text pruning in huge drawings
+
+
+def _stacked_texts(offset: float) -> tuple[DrawingMetadata, DrawingMetadata]:
+    """Twelve stacked gold texts (more than the matcher's nearest-8) whose candidates all sit
+    ``offset`` away, plus ten exact far texts."""
+    filler = [TextEntity(content=f"F{i}", insert=(1000 + 20 * i, 0), height=3, layer="T") for i in range(10)]
+    stack = [TextEntity(content="A", insert=(0, 0), height=3, layer="T") for _ in range(12)]
+    moved = [TextEntity(content="A", insert=(offset, 0), height=3, layer="T") for _ in range(12)]
+    return metadata(stack + filler), metadata(moved + filler)
+
+
+def _text_scores(offset: float, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float]:
+    """The text score in full and pruned as a huge drawing's (the pruning threshold lowered
+    below this problem's 22 x 22 pairs, instead of building a 250,000-pair drawing)."""
+    from autocad_bench_evaluator.scoring import matching
+
+    gold, cand = _stacked_texts(offset)
+
+    def score() -> float:
+        return _score(gold, cand, position="fixed", tolerance=Tolerance(geometric=4.0)).components["text"].score
+
+    full = score()
+    monkeypatch.setattr(matching, "_PRUNE_PRODUCT", 100)
+    return full, score()
+
+
+@pytest.mark.parametrize("offset", [0.0, 4.0, 5.6], ids=["coincident", "at-tolerance", "in-the-falloff"])
+def test_pruning_a_huge_text_problem_never_changes_the_score_within_reach(
+        offset: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reach is (1 + CREDIT_FALLOFF) x tolerance = 6 here: every candidate that can still earn
+    # placement credit stays a candidate of every stacked gold text, however many there are.
+    full, pruned = _text_scores(offset, monkeypatch)
+    assert pruned == full and full > 0.6
+
+
+def test_beyond_reach_a_huge_text_problem_matches_only_the_nearest_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At 7.2 (beyond the reach of 6) a text earns only its words' half, and in a huge drawing
+    # only the 8 nearest candidates of a gold text compete for it (the running-time bound).
+    full, pruned = _text_scores(7.2, monkeypatch)
+    assert pruned < full
