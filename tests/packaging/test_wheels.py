@@ -120,7 +120,11 @@ def test_an_author_runs_the_kit_from_installed_wheels_without_a_checkout(tmp_pat
     assert "FAILED test_my_backend.py::TestExitAlwaysZero::test_lifecycle_runs_the_exact_child_once_and_releases" \
         in out, out
     assert "[exit-code-propagated]" in out, out
-    assert out.count("FAILED ") == 1, out
+    # The shell's "exit 0" also swallows the failed evaluation of an evaluated batch.
+    assert "FAILED test_my_backend.py::TestExitAlwaysZero::test_lifecycle_evaluates_when_the_batch_enables_" \
+        "evaluation" in out, out
+    assert "[failed-evaluation-fails-rollout]" in out, out
+    assert out.count("FAILED ") == 2, out
     assert "PASSED test_my_backend.py::TestExamplePool::test_cancel_stops_within_grace_and_still_cleans_up" in out
 
 
