@@ -603,14 +603,22 @@ class LifecycleProbe:
         return run, self._wait_started(run, deadline) if wait_started else []
 
 
+    def _run_to_exit(self, trial: _Trial, deadline: _Deadline) -> tuple[_Run, int, list[tuple[str, str]]]:
+        """Launch the trial's command and wait for its exit code; the violations that ended it
+        early (it did not start) are returned instead, with the code -1."""
+        run, early = self._launch(trial, deadline, wait_started=False)
+        if early:
+            return run, -1, early
+        code = self._wait(run, deadline)
+        if code is None:
+            raise deadline.timeout("the lifecycle command")
+        return run, code, []
+
     def _lifecycle(self, deadline: _Deadline) -> list[tuple[str, str]]:
         with self._trial("lifecycle", {"exit_code": LIFECYCLE_EXIT_CODE, "health": True}, deadline) as trial:
-            run, early = self._launch(trial, deadline, wait_started=False)
+            run, code, early = self._run_to_exit(trial, deadline)
             if early:
                 return early
-            code = self._wait(run, deadline)
-            if code is None:
-                raise deadline.timeout("the lifecycle command")
             violations = self._child_rules(run, exit_code=LIFECYCLE_EXIT_CODE, health=True)
             if code != LIFECYCLE_EXIT_CODE:
                 violations.append((Rule.EXIT_CODE, f"the child exited {LIFECYCLE_EXIT_CODE} but the lifecycle "
@@ -623,12 +631,9 @@ class LifecycleProbe:
 
     def _evaluation(self, deadline: _Deadline) -> list[tuple[str, str]]:
         with self._trial("evaluation", {"exit_code": 0, "health": True}, deadline, evaluation=True) as trial:
-            run, early = self._launch(trial, deadline, wait_started=False)
+            run, code, early = self._run_to_exit(trial, deadline)
             if early:
                 return early
-            code = self._wait(run, deadline)
-            if code is None:
-                raise deadline.timeout("the lifecycle command")
             if not run.started() and code != 0:
                 # Refusing up front an evaluation that cannot run is also keeping the contract.
                 self.not_exercised["evaluation"] = (
