@@ -42,6 +42,21 @@ def test_every_hole_of_a_big_grid_counts() -> None:
     assert report.components["topology"].details["holes.count"] == pytest.approx(2 * 99 / 199, abs=1e-6)
 
 
+@pytest.mark.parametrize("offset", [(5.0, 5.0), (42.3, -6.9), (-1234.5, 987.25)])
+def test_a_big_hole_grid_drawn_elsewhere_and_in_another_order_keeps_its_spacing(offset: tuple[float, float]) -> None:
+    """Spacings of a group above 60 holes come from a subset chosen by relative position only:
+    the same grid moved and listed in another order picks the same subset, so it keeps full
+    spacing credit (a subset chosen by absolute position or list order would not)."""
+    gold = [CircleEntity(center=(5.0 + c.center[0], 5.0 + c.center[1]), radius=2, layer="HOLES") for c in _grid(100)]
+    moved = [CircleEntity(center=(offset[0] + c.center[0], offset[1] + c.center[1]), radius=2, layer="HOLES")
+             for c in _grid(100)]
+    shuffled = [moved[k] for k in np.random.default_rng(7).permutation(len(moved))]
+    report = score_drawing(metadata(gold), metadata(shuffled), ScoringSpec(task_id="grid"), "v")
+    topology = report.components["topology"].details
+    assert topology["holes.count"] == 1.0
+    assert topology["holes.spacing"] == 1.0
+
+
 def test_a_field_of_equal_lines_matches_its_lengths_exactly() -> None:
     def field(longer_every: int | None) -> list[LineEntity]:
         return [LineEntity(start=(0, 2 * k), end=(10.6 if longer_every and k % longer_every == 0 else 10, 2 * k))
