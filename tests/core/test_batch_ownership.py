@@ -16,6 +16,7 @@ import pytest
 from autocad_bench.broker.protocol import Route
 from autocad_bench.controller.ownership import HELD_HINT, hold_batch
 from autocad_bench.errors import UserError
+from autocad_bench.testing.fake_broker import Fault, FaultKind
 from tests.harness.brokers import fake_brokers
 from tests.harness.test_batch_execute import SECRETS, batch_config
 
@@ -27,6 +28,10 @@ def test_a_held_batch_cannot_be_held_twice_and_is_free_again_after(tmp_path: Pat
         assert [(p.location, p.message) for p in refused.value.problems] == [(str(tmp_path), HELD_HINT)]
     with hold_batch(tmp_path):  # released when the block ended
         pass
+
+
+HOLD_S = 60.0
+"""How long the live controller's first batch of actions is held at the broker."""
 
 
 def _wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -49,8 +54,11 @@ def test_resume_and_reap_refuse_a_batch_whose_controller_runs_and_accept_it_once
     # Two desktops, one free: only the hold stops a resume (admission would find room).
     with fake_brokers(2, token="ownership-broker-token") as brokers:
         config = batch_config(brokers, tmp_path / "leases", "shared", rollouts=1)
-        # Slow turns: the controller is certainly still running while resume and reap are tried.
-        config["rollouts"][0]["provider_options"]["latency_s"] = 3.0
+        # The rollout's first batch of actions waits HOLD_S at whichever broker it leased, so
+        # the controller is certainly still running while resume and reap are tried, however
+        # slowly they start on a loaded machine (turns that merely took long could all end first).
+        for broker in brokers:
+            broker.add_faults(Fault(FaultKind.DELAY, Route.ACTIONS, delay_s=HOLD_S))
         path = tmp_path / "batch.json"
         path.write_text(json.dumps(config))
         out = tmp_path / "out"
@@ -76,6 +84,8 @@ def test_resume_and_reap_refuse_a_batch_whose_controller_runs_and_accept_it_once
         finally:
             os.killpg(controller.pid, signal.SIGKILL)
             controller.wait(timeout=30)
+            for broker in brokers:  # the other broker's hold was never used: the resumed run must not meet it
+                broker.clear_faults()
         # kill -9 ended the hold with the process: the batch can be continued now.
         resumed = subprocess.run(["autocad-bench-resume", str(out), "--execute"], env=env,
                                  capture_output=True, text=True, timeout=300)

@@ -251,6 +251,10 @@ class FakeBroker(driver.DesktopDriver[FakeDesktop], driver.Served):
     def pending_faults(self) -> int:
         return len(self._faults)
 
+    def clear_faults(self) -> None:
+        """Drop every queued fault that no request has consumed yet (sessions and logs stay)."""
+        self._faults.clear()
+
     def _take_fault(self, route: Route | None) -> Fault | None:
         for position, fault in enumerate(self._faults):
             if fault.route is None or fault.route == route:
