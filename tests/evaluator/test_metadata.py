@@ -298,3 +298,22 @@ def test_adapter_metadata_with_non_finite_numbers_is_refused(tmp_path: Path) -> 
     assert "Infinity" in export.read_text()
     with pytest.raises(CannotReadDrawing, match="non-finite"):
         read_drawing(dwg)
+
+
+@pytest.mark.parametrize(("number", "refused"), [("1e20", False), ("-1e20", False), ("1.0000001e20", True),
+                                                 ("-1e21", True), ("1e307", True)])
+def test_adapter_metadata_is_bounded_as_the_dxf_readers_are(tmp_path: Path, number: str, refused: bool) -> None:
+    # A finite but huge coordinate (1e307) would overflow the scorer's sums; the DXF readers
+    # drop any entity beyond +-1e20, and the adapter's export is held to the same bound.
+    dwg = tmp_path / "attempt.dwg"
+    dwg.write_bytes(DWG_BYTES)
+    _export(tmp_path, dwg)
+    export = adapter_metadata_path(dwg)
+    export.write_text(export.read_text().replace('"radius": 4.0', f'"radius": {number}', 1))
+    assert f'"radius": {number}' in export.read_text()
+    if refused:
+        where = r"at metadata\.model\.entities\[\d+\]\.radius, beyond the readers' bound of 1e\+20"
+        with pytest.raises(CannotReadDrawing, match=where):
+            read_drawing(dwg)
+    else:
+        assert isinstance(read_drawing(dwg), DrawingMetadata)

@@ -258,7 +258,8 @@ def _calc_project(tmp_path: Path) -> tuple[Path, Any]:
     (copy / "tests").mkdir()
     (copy / "tests" / "__init__.py").write_text("")
     (copy / "tests" / "calc.py").write_text("def double(x):\n    return x * 2\n\n\ndef half(x):\n    return x / 2\n")
-    (copy / "tests" / "test_calc.py").write_text("from tests.calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
+    (copy / "tests" / "test_calc.py").write_text(
+        "from tests.calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n")
     module = run.Module("calc", ("tests/calc.py",), ("tests/test_calc.py",), 30.0,
                         ("-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:randomly"))
     return copy, module
@@ -270,8 +271,11 @@ def test_a_recheck_reruns_only_the_survivors_and_refuses_changed_files(tmp_path:
     in_double, in_half = mutants[("Add", 2)], mutants[("Add", 6)]  # x * 2 -> x + 2 (equal at 2, not 3); x / 2 -> x + 2
     source = (copy / "tests" / "calc.py").read_bytes()
     reports = tmp_path / "reports"
-    entry = lambda m: {"id": m.id, "location": f"{m.path}:{m.line}", "operator": m.operator, "line": m.source_line,
-                       "diff": ""}  # noqa: E731
+
+    def entry(m: run.Mutant) -> dict[str, str]:
+        return {"id": m.id, "location": f"{m.path}:{m.line}", "operator": m.operator, "line": m.source_line,
+                "diff": ""}
+
     run._write(run.Result("calc", ["tests/calc.py"], list(module.tests), total=3, killed=1, survived=2,
                           survivors=[entry(in_double), entry(in_half)], finished="then",
                           sources={"tests/calc.py": run._sha256(source)}), reports)

@@ -44,7 +44,8 @@ def test_a_busy_process_is_waited_for_until_the_limit(spawn: list[subprocess.Pop
 
 
 def test_a_process_that_becomes_idle_ends_the_wait(spawn: list[subprocess.Popen[bytes]]) -> None:
-    pid = _python(spawn, "import time\nend = time.monotonic() + 1.0\nwhile time.monotonic() < end: pass\ntime.sleep(60)")
+    pid = _python(spawn,
+                  "import time\nend = time.monotonic() + 1.0\nwhile time.monotonic() < end: pass\ntime.sleep(60)")
     started = time.monotonic()
     assert wait_until_idle([pid], window_s=0.15, limit_s=8.0)
     assert time.monotonic() - started >= 0.6  # it waited for the busy second to end

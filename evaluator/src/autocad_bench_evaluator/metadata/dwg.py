@@ -6,13 +6,14 @@ converter to DXF (:class:`ConverterDwgReader`, e.g. the ODA File Converter), tri
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -20,6 +21,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from autocad_bench.models import StrictModel
 from autocad_bench_evaluator.metadata.drawing import DrawingMetadata, InvalidDrawing, ReadResult
+from autocad_bench_evaluator.metadata.entities import MAX_COORDINATE
 from autocad_bench_evaluator.metadata.limits import CannotReadDrawing, ReadLimits
 from autocad_bench_evaluator.spec import SchemaVersion
 
@@ -90,17 +92,43 @@ class AdapterMetadataReader:
         metadata = export.metadata
         assert metadata is not None  # guaranteed by the validator
         try:
-            metadata.to_json_bytes()
+            encoded = metadata.to_json_bytes()
         except ValueError:
             raise CannotReadDrawing(
                 f"cannot read DWG here: adapter metadata {export_path} holds non-finite numbers"
             ) from None
+        beyond = _first_number_beyond(json.loads(encoded), MAX_COORDINATE)
+        if beyond is not None:
+            # The DXF readers drop an entity holding such a number; a whole export that does is
+            # refused here, so no scorer arithmetic (sums of squares, areas) can overflow.
+            where, number = beyond
+            raise CannotReadDrawing(
+                f"cannot read DWG here: adapter metadata {export_path} holds {number!r} at metadata.{where}, "
+                f"beyond the readers' bound of {MAX_COORDINATE:g}"
+            )
         if metadata.schema_version < schema_version:
             raise CannotReadDrawing(
                 f"cannot read DWG here: adapter metadata is schema v{metadata.schema_version}, "
                 f"the task needs v{schema_version}"
             )
         return metadata
+
+
+def _first_number_beyond(value: object, bound: float, where: str = "") -> tuple[str, float] | None:
+    """The JSON path and value of the first number in ``value`` whose magnitude exceeds ``bound``."""
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, object]] = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > bound:
+        return where, float(value)
+    else:
+        return None
+    for path, item in items:
+        found = _first_number_beyond(item, bound, path)
+        if found is not None:
+            return found
+    return None
 
 
 def adapter_metadata_path(dwg: Path) -> Path:

@@ -52,6 +52,7 @@ Editing an existing drawing (same setup, each verified three times in a row and 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -529,7 +530,7 @@ def check_jsonl(text: str, display: DisplaySize = DISPLAY) -> list[str]:
             problems.append(f"line {number}: {result}")
             continue
         actions = raw["actions"]
-        for index, (action, following) in enumerate(zip(actions, actions[1:])):
+        for index, (action, following) in enumerate(itertools.pairwise(actions)):
             if action.get("type") == "move" and following.get("type") not in ("move", "wait"):
                 problems.append(
                     f"line {number}, action {index}: a move is followed by a {following.get('type')} without a "
