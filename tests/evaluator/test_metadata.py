@@ -317,3 +317,20 @@ def test_adapter_metadata_is_bounded_as_the_dxf_readers_are(tmp_path: Path, numb
             read_drawing(dwg)
     else:
         assert isinstance(read_drawing(dwg), DrawingMetadata)
+
+
+def test_adapter_metadata_may_hold_large_body_measures(tmp_path: Path) -> None:
+    # A volume grows with the cube of the coordinates: a 10 km body in millimetres measures
+    # 1e21 mm^3. Only coordinates are bounded, on the DXF path and here alike.
+    dwg = tmp_path / "attempt.dwg"
+    dwg.write_bytes(DWG_BYTES)
+    _export(tmp_path, dwg)
+    export = adapter_metadata_path(dwg)
+    data = json.loads(export.read_text())
+    data["metadata"]["schema_version"] = 4
+    data["metadata"]["physical_3d"] = {"status": "measured", "volume": 1e21, "area": 6e14, "bodies": 1,
+                                       "sources": ["3DSOLID"]}
+    export.write_text(json.dumps(data))
+    result = read_drawing(dwg)
+    assert isinstance(result, DrawingMetadata)
+    assert result.physical_3d is not None and result.physical_3d.volume == 1e21

@@ -114,10 +114,17 @@ class AdapterMetadataReader:
         return metadata
 
 
+_DERIVED_PRODUCTS = frozenset({"volume", "area"})
+"""Measures of bodies (a volume grows with the cube of its coordinates): finite whenever the
+coordinates are bounded, and not bounded themselves, as on the DXF path."""
+
+
 def _first_number_beyond(value: object, bound: float, where: str = "") -> tuple[str, float] | None:
-    """The JSON path and value of the first number in ``value`` whose magnitude exceeds ``bound``."""
+    """The JSON path and value of the first number in ``value`` whose magnitude exceeds
+    ``bound``, outside the keys of :data:`_DERIVED_PRODUCTS`."""
     if isinstance(value, dict):
-        items: Iterable[tuple[str, object]] = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+        items: Iterable[tuple[str, object]] = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items()
+                                               if k not in _DERIVED_PRODUCTS)
     elif isinstance(value, list):
         items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
     elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > bound:
