@@ -501,6 +501,32 @@ def test_the_worker_of_a_lost_rollout_is_released(pool: Pool) -> None:
     assert code == 1
 
 
+@pytest.mark.parametrize(("planned", "stale"), [("1", "0"), ("0", "1")])
+def test_a_resumed_rollout_keeps_its_planned_worker_and_another_one_listed_for_it_is_released(
+        pool: Pool, planned: str, stale: str) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    edit_state(out, "r-a", state="running", finished_at=None, exit_code=None)
+    (out / "rollouts" / "r-a" / "result.json").unlink()
+    (pool.leases / f"{planned}.lease").write_text(
+        json.dumps({"batch_id": batch_id, "rollout_id": "r-a", "pid": dead_pid()}))
+    environ = dict(os.environ)
+    host = PluginHost(environ=environ)
+    plan = plan_resume(out, host)
+    assert [(e.action, e.worker_id) for e in plan.entries] == [("resume", planned)]
+    # Between the plan and its execution the backend came to list another desktop for the
+    # rollout (here: a stale lease of the other worker): the rollout resumes on its planned
+    # worker, and the other one is released rather than left held.
+    (pool.leases / f"{stale}.lease").write_text(
+        json.dumps({"batch_id": batch_id, "rollout_id": "r-a", "pid": dead_pid()}))
+    (pool.leases / f"{planned}.lease").unlink()
+
+    execute_resume(plan, host, environ)
+
+    assert f"resume: released worker {stale} of this resume rollout\n" in log(out, "r-a")
+    assert not (pool.leases / f"{stale}.lease").exists()
+
+
 def test_a_resume_admission_refuses_names_only_the_failed_checks_and_changes_nothing(
         pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
