@@ -3,10 +3,14 @@ another corner, is the same drawing."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from autocad_bench_evaluator.metadata import ArcEntity, HatchEntity, LineEntity, PolylineEntity
+from autocad_bench_evaluator.metadata import ArcEntity, CircleEntity, HatchEntity, LineEntity, PolylineEntity
+from autocad_bench_evaluator.scoring import score_drawing
+from autocad_bench_evaluator.spec import ScoringSpec
 
 from tests.evaluator.scoring_corpus import drawing, gold_entities, score, shift_entity
+from tests.evaluator.support import metadata
 
 # Moves along one axis only, in each direction, by whole and fractional amounts: the
 # translation the alignment finds then has a zero component, and a shortcut taken for "no
@@ -166,3 +170,18 @@ def test_a_closed_polyline_with_its_first_vertex_entered_twice_is_the_same_outli
     doubled = outline.model_copy(update={"vertices": (ring[0], *ring)})
     details = score(drawing([outline]), drawing([doubled]), {"position": "fixed"})["components"]["topology"]["details"]
     assert (details["profiles.gold"], details["profiles.candidate"], details["profiles.score"]) == (1, 1, 1.0)
+
+
+def test_a_grid_of_exactly_the_vote_cap_aligns_on_every_anchor() -> None:
+    """400 holes (the vote cap) vote in full: the grid moved by (13.7, -4.2), listed in another
+    order, with one hole missing and one extra, aligns on the true move and matches its 399
+    holes. Thinning the votes at 400 already (every other hole of the sorted list) shifts the
+    sample by the missing hole and settles one pitch off (381 matched)."""
+    holes = [(10.0 * (k % 20), 10.0 * (k // 20)) for k in range(400)]
+    moved = [(x + 13.7, y - 4.2) for x, y in [*holes[:199], *holes[200:], (-10.0, 0.0)]]
+    moved = [moved[k] for k in np.random.default_rng(3).permutation(len(moved))]
+    report = score_drawing(metadata([CircleEntity(center=p, radius=2) for p in holes]),
+                           metadata([CircleEntity(center=p, radius=2) for p in moved]),
+                           ScoringSpec(task_id="cap"), "v")
+    assert report.translation == pytest.approx((-13.7, 4.2), abs=1e-9)
+    assert report.components["entities"].details["circle.matched"] == 399.0
