@@ -767,3 +767,21 @@ def test_beyond_reach_a_huge_text_problem_matches_only_the_nearest_candidates(mo
     # only the 8 nearest candidates of a gold text compete for it (the running-time bound).
     full, pruned = _text_scores(7.2, monkeypatch)
     assert pruned < full
+
+
+@pytest.mark.parametrize(("area_change", "profile_score"), [(5e-10, 1.0), (3e-9, 0.0)])
+def test_a_profile_area_is_allowed_at_least_a_nanounit_at_a_tiny_tolerance(
+        area_change: float, profile_score: float) -> None:
+    # At tolerance 1e-12 a 25 x 25 square's area tolerance, perimeter times tolerance, would be
+    # 1e-10; it has a floor of 1e-9 (float noise in an area of 625 is far below either). A
+    # rectangle with the same centroid and perimeter whose area is smaller by d^2 is within it
+    # for d^2 = 5e-10 and beyond it (and its falloff) for 3e-9.
+    d = math.sqrt(area_change)
+
+    def outline(x0: float, y0: float, x1: float, y1: float) -> PolylineEntity:
+        return PolylineEntity(vertices=((x0, y0), (x1, y0), (x1, y1), (x0, y1)), closed=True)
+
+    spec = ScoringSpec(task_id="floor", tolerance=Tolerance(geometric=1e-12))
+    report = score_drawing(metadata([outline(0.0, 0.0, 25.0, 25.0)]),
+                           metadata([outline(-d / 2, d / 2, 25.0 + d / 2, 25.0 - d / 2)]), spec, VERSION)
+    assert report.components["topology"].details["profiles.score"] == profile_score
