@@ -527,6 +527,26 @@ def test_a_resumed_rollout_keeps_its_planned_worker_and_another_one_listed_for_i
     assert not (pool.leases / f"{stale}.lease").exists()
 
 
+def test_a_resume_that_runs_to_its_end_neither_says_interrupted_nor_hides_a_failed_rollout(
+        pool: Pool, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE), ("r-b", LINE_AND_CIRCLE)])
+    _interrupt(out, "r-a", 0)
+    # r-b failed before the controller died: it stays failed (failures are never rerun in
+    # place), so the resumed batch ends with exit code 1 although its own work succeeded.
+    edit_state(out, "r-b", state="failed", failure_class="infrastructure_lost")
+    result = json.loads((out / "rollouts" / "r-b" / "result.json").read_text())
+    (out / "rollouts" / "r-b" / "result.json").write_text(json.dumps(
+        {**result, "status": "failed", "failure_class": "infrastructure_lost"}))
+    capsys.readouterr()
+
+    plan, code = resume(out)
+
+    assert [(e.rollout_id, e.action) for e in plan.entries] == [("r-a", "restart"), ("r-b", "failed")]
+    assert [(r["rollout_id"], r["state"]) for r in state(out)["rollouts"]] == [("r-a", "done"), ("r-b", "failed")]
+    assert code == 1
+    assert "batch interrupted" not in capsys.readouterr().err
+
+
 def test_a_resume_admission_refuses_names_only_the_failed_checks_and_changes_nothing(
         pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
