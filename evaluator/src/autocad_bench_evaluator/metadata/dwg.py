@@ -13,7 +13,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -119,22 +119,24 @@ _DERIVED_PRODUCTS = frozenset({"volume", "area"})
 coordinates are bounded, and not bounded themselves, as on the DXF path."""
 
 
-def _first_number_beyond(value: object, bound: float, where: str = "") -> tuple[str, float] | None:
-    """The JSON path and value of the first number in ``value`` whose magnitude exceeds
-    ``bound``, outside the keys of :data:`_DERIVED_PRODUCTS`."""
-    if isinstance(value, dict):
-        items: Iterable[tuple[str, object]] = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items()
-                                               if k not in _DERIVED_PRODUCTS)
-    elif isinstance(value, list):
-        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
-    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > bound:
-        return where, float(value)
-    else:
-        return None
-    for path, item in items:
-        found = _first_number_beyond(item, bound, path)
-        if found is not None:
-            return found
+def _first_number_beyond(value: object, bound: float) -> tuple[str, float] | None:
+    """The JSON path and value of the first number in ``value`` (in document order) whose
+    magnitude exceeds ``bound``, outside the keys of :data:`_DERIVED_PRODUCTS`. Iterative, so
+    nesting as deep as the export holds cannot exhaust the interpreter's stack."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        children: list[tuple[str, object]]
+        if isinstance(item, dict):
+            children = [(f"{where}.{k}" if where else str(k), v) for k, v in item.items()
+                        if k not in _DERIVED_PRODUCTS]
+        elif isinstance(item, list):
+            children = [(f"{where}[{i}]", v) for i, v in enumerate(item)]
+        else:
+            if isinstance(item, int | float) and not isinstance(item, bool) and abs(item) > bound:
+                return where, float(item)
+            continue
+        stack.extend(reversed(children))
     return None
 
 
