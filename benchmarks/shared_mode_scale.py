@@ -18,6 +18,13 @@ Measured per run:
     uv run python benchmarks/shared_mode_scale.py --table [TURNS] [LATENCY_S]   # N = 10, 100, 1000
     uv run python benchmarks/shared_mode_scale.py --profile OUT.txt ROLLOUTS TURNS LATENCY_S
     uv run python benchmarks/shared_mode_scale.py --compare-loops [ROLLOUTS] [TURNS] [LATENCY_S]
+    uv run python benchmarks/shared_mode_scale.py --decompose [ROLLOUTS] [TURNS_A] [TURNS_B] [LATENCY_S]
+
+``--decompose`` fits the controller's CPU to fixed + per rollout + per turn from five batches
+(see :func:`decompose`). ``SHARED_SCALE_WRAP`` runs the controller under a tool, e.g.
+``SHARED_SCALE_WRAP="perf record -g -o perf.data"`` or ``"strace -c -f -o calls.txt"``, and
+``SHARED_SCALE_SETTLE_S`` sets the pause between runs (see :data:`SETTLE_S`). ``TMPDIR``
+chooses the file system the batch writes to (``TMPDIR=/dev/shm`` takes the disk out).
 
 ``--profile`` runs the controller under per-thread ``cProfile`` (thread CPU time) and writes
 the top functions by own time and by cumulative time to OUT.txt, and the raw profile to
@@ -45,6 +52,17 @@ from _common import HERE, REPO, broker_process, table
 
 GOAL = {"rollouts": 1000, "cpu_ms_per_turn": 4.0, "wall_ratio": 1.1, "p99_ms": 50.0, "rss_mib": 2048.0}
 TABLE_SIZES = (10, 100, 1000)
+MODELS = 10
+"""Models the rollouts are spread over, each running N / MODELS trials: a batch compares a few
+models on many tasks and trials, and its summary (one row and one interval per model) costs
+what such a batch pays. Sizes that do not split into at most 100 trials a model give every
+rollout a model of its own (a summary row each, which costs more at the end)."""
+
+
+def models_and_trials(rollouts: int) -> tuple[int, int]:
+    if rollouts >= MODELS and rollouts % MODELS == 0 and rollouts // MODELS <= 100:
+        return MODELS, rollouts // MODELS
+    return rollouts, 1
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -69,8 +87,21 @@ def added_latencies(out: Path, latency: float) -> list[float]:
     return added
 
 
+SETTLE_S = float(os.environ.get("SHARED_SCALE_SETTLE_S", "35"))
+"""Pause before each run after the first of one invocation. Removing a finished run's tree
+frees tens of thousands of inodes at once, and some file systems (ext4 without a journal, as
+on the machine of docs/performance.md) scan recently freed inodes on every file they create
+for about 30 s afterwards (``vm.dirty_expire_centisecs``): without the pause the next run's
+file creation pays for the previous run's cleanup."""
+_runs = 0
+
+
 def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = None,
-        loops: int | None = None) -> dict[str, Any]:
+        loops: int | None = None, concurrency: int | None = None) -> dict[str, Any]:
+    global _runs
+    if _runs:
+        time.sleep(SETTLE_S)
+    _runs += 1
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         with broker_process(rollouts, 1920, 1080, tmp, realistic=True) as info:
@@ -79,8 +110,10 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
                                  {"type": "type", "text": "line"}, {"type": "key", "keys": ["enter"]}]}
             script.write_text("".join(json.dumps(batch) + "\n" for _ in range(turns - 1))
                               + json.dumps({"actions": [{"type": "done"}]}) + "\n")
+            models, trials = models_and_trials(rollouts)
             config = {
-                "name": "shared-scale", "expected_rollouts": rollouts, "max_concurrency": rollouts,
+                "name": "shared-scale", "trials": trials, "expected_rollouts": rollouts,
+                "max_concurrency": concurrency or rollouts,
                 "execution_mode": "shared", "tasks_dir": str(REPO / "examples" / "tasks"),
                 "infrastructure": {"backend": "example-pool", "broker_version": "windows-autocad-2019-v11",
                                    # All the brokers live in one process on the controller's own
@@ -94,7 +127,7 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
                 "rollouts": [{"rollout_id": f"r{i:04d}", "task_id": "line-and-circle", "provider": "scripted",
                               "model": f"replay-{i}", "provider_options": {"script": str(script),
                                                                           "latency_s": latency}}
-                             for i in range(rollouts)],
+                             for i in range(models)],
             }
             config_path = tmp / "config.json"
             config_path.write_text(json.dumps(config))
@@ -110,7 +143,9 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
             # Output to files, never to a pipe nobody reads while waiting (a full pipe blocks the batch).
             with open(tmp / "stdout.txt", "wb") as stdout, open(tmp / "stderr.txt", "wb") as stderr:
                 start = time.monotonic()
-                process = subprocess.Popen(probe, env=env, stdout=stdout, stderr=stderr)
+                # SHARED_SCALE_WRAP="strace -c -f -o /tmp/s.txt" (say) runs the controller under a tracer.
+                wrap = os.environ.get("SHARED_SCALE_WRAP", "").split()
+                process = subprocess.Popen([*wrap, *probe], env=env, stdout=stdout, stderr=stderr)
                 _, status, usage = os.wait4(process.pid, 0)
                 wall = time.monotonic() - start
             lines = (tmp / "stdout.txt").read_text().strip().splitlines()
@@ -212,6 +247,46 @@ def print_table(results: list[dict[str, Any]], turns: int, latency: float) -> No
     print(table(title, HEADER, [row(r) for r in results] + [goal_row()]))
 
 
+def split_cpu(base: dict[str, Any], slow: dict[str, Any], a: dict[str, Any], b: dict[str, Any],
+              rollouts: int, turns_a: int, turns_b: int) -> tuple[float, float, float, float]:
+    """(fixed s, idle CPU s per wall s, s per rollout, s per turn) from the four runs of
+    :func:`decompose` (each a dict with ``cpu_s`` and ``wall_s``): the solution of
+    cpu = fixed + idle x wall + rollouts x per_rollout + rollouts x turns x per_turn."""
+    idle = max(0.0, (slow["cpu_s"] - base["cpu_s"]) / max(1e-9, slow["wall_s"] - base["wall_s"]))
+
+    def busy(result: dict[str, Any]) -> float:
+        return float(result["cpu_s"]) - idle * float(result["wall_s"])
+
+    per_turn = (busy(b) - busy(a)) / (rollouts * (turns_b - turns_a))
+    per_rollout = (busy(a) - busy(base)) / (rollouts - 1) - turns_a * per_turn
+    fixed = busy(base) - per_rollout - turns_a * per_turn
+    return fixed, idle, per_rollout, per_turn
+
+
+def decompose(rollouts: int, turns_a: int, turns_b: int, latency: float) -> None:
+    """Split the controller's CPU into a fixed part, a part per rollout and a part per turn.
+
+    Four batches, each with all its rollouts at once: 1 rollout x ``turns_a`` at ``latency``
+    and at five times it (the difference is what an idle controller spends per second of
+    wall time: its monitor, progress and the lag probe), then ``rollouts`` x ``turns_a`` and
+    ``rollouts`` x ``turns_b``. With the idle cost taken off each run's CPU, the three others
+    give the fixed part (start-up, admission, summary), the part per rollout (its start and
+    end) and the part per turn; the last column says what they add up to at the goal's size.
+    """
+    base = run(1, turns_a, latency)
+    slow = run(1, turns_a, 5 * latency)
+    a = run(rollouts, turns_a, latency)
+    b = run(rollouts, turns_b, latency)
+    fixed, idle, per_rollout, per_turn = split_cpu(base, slow, a, b, rollouts, turns_a, turns_b)
+    at_goal = fixed / (GOAL["rollouts"] * 5) + per_rollout / 5 + per_turn
+    row_ = [f"{fixed:.2f}", f"{1000 * idle:.1f}", f"{1000 * per_rollout:.1f}", f"{1000 * per_turn:.2f}",
+            f"{1000 * at_goal:.2f}", f"{a['done']}/{rollouts}, {b['done']}/{rollouts}"]
+    print(table(f"controller CPU split: 1 and {rollouts} rollouts x {turns_a} and {turns_b} turns, {latency} s model "
+                f"latency, written to {tempfile.gettempdir()} ({machine()})",
+                ["fixed (s)", "idle (ms/s)", "per rollout (ms)", "per turn (ms)",
+                 f"sum per turn at {GOAL['rollouts']} x 5 (ms)", "done"], [row_]))
+
+
 def main(argv: list[str]) -> None:
     profile: Path | None = None
     if "--profile" in argv:
@@ -231,6 +306,10 @@ def main(argv: list[str]) -> None:
                 for r in results]
         print(table(f"shared mode, pilot loops: {rollouts} rollouts x {turns} turns, {latency} s model latency "
                     f"({machine()})", ["pilot loops", *HEADER[2:], "CPU vs own loops"], rows))
+        return
+    if argv and argv[0] == "--decompose":
+        decompose(int(argv[1]) if len(argv) > 1 else 100, int(argv[2]) if len(argv) > 2 else 2,
+                  int(argv[3]) if len(argv) > 3 else 6, float(argv[4]) if len(argv) > 4 else 1.0)
         return
     if argv and argv[0] == "--table":
         turns = int(argv[1]) if len(argv) > 1 else 5

@@ -11,7 +11,7 @@ printable ASCII) are enforced by :func:`~autocad_bench.actions.validation.valida
 
 from __future__ import annotations
 
-import copy
+import json
 from typing import Any
 
 from autocad_bench.actions.models import MAX_CLICK_COUNT, MAX_WAIT_SECONDS, MOUSE_BUTTONS
@@ -139,6 +139,12 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
+# The schema is plain JSON data: decoding its text is a deep copy at C speed (``copy.deepcopy``
+# walked it in Python, about a millisecond per rollout, which a batch of thousands feels).
+_SCHEMA_TEXT = json.dumps(_SCHEMA)
+
+
 def computer_action_schema() -> dict[str, Any]:
     """The ``computer_action`` input schema: a fresh, identical deep copy on every call."""
-    return copy.deepcopy(_SCHEMA)
+    schema: dict[str, Any] = json.loads(_SCHEMA_TEXT)
+    return schema
