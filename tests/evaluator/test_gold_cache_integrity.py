@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from autocad_bench_evaluator.spec import (
 )
 from pydantic import ValidationError
 
-from tests.evaluator.support import metadata, plate, write_dxf
+from tests.evaluator.support import metadata, plate, plate_doc, write_dxf
 
 
 def _spec_json(task_id: str = "plate", **fields: Any) -> bytes:
@@ -437,3 +438,25 @@ def test_a_manifest_of_a_later_sorting_task_or_version_is_refused(tmp_path: Path
     _fails(tmp_path, "manifest.json is for task 'zzz' version 'v1', expected 'plate' 'v1'")
     write_entry(tmp_path / "b", manifest={"evaluator_version": "v9"})
     _fails(tmp_path / "b", "manifest.json is for task 'plate' version 'v9', expected 'plate' 'v1'")
+
+
+def test_build_entry_refuses_a_gold_too_big_to_score_and_takes_one_at_the_bound(tmp_path: Path) -> None:
+    from autocad_bench_evaluator.gold_cache import MAX_GOLD_ENTITIES_PER_KIND
+
+    def grid(count: int) -> Callable[[Any], None]:
+        def add(msp: Any) -> None:
+            for i in range(count):
+                msp.add_line((0.0, float(i)), (10.0, float(i)))
+        return add
+
+    root = tmp_path / "cache"
+    # The plate already holds LINE entities: fill them up to exactly the bound, then one more.
+    plate_lines = sum(1 for e in plate_doc().modelspace() if e.dxftype() == "LINE")
+    at_bound = write_dxf(tmp_path / "at-bound.dxf", mutate=grid(MAX_GOLD_ENTITIES_PER_KIND - plate_lines))
+    assert build_entry(root, "v1", at_bound, ScoringSpec(task_id="plate")).directory.is_dir()
+    over = write_dxf(tmp_path / "over.dxf", mutate=grid(MAX_GOLD_ENTITIES_PER_KIND - plate_lines + 1))
+    with pytest.raises(GoldCacheError, match=rf"^gold drawing .*over\.dxf for 'big' has "
+                                             rf"{MAX_GOLD_ENTITIES_PER_KIND + 1} LINE entities, more than the "
+                                             rf"{MAX_GOLD_ENTITIES_PER_KIND} of one kind"):
+        build_entry(root, "v1", over, ScoringSpec(task_id="big"))
+    assert not (root / "v1" / "big").exists()

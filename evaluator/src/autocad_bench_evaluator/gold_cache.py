@@ -17,6 +17,7 @@ raises :class:`GoldCacheError` naming the missing or tampered file, and
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -50,6 +51,17 @@ from autocad_bench_evaluator.spec import (
 )
 
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
+
+MAX_GOLD_ENTITIES_PER_KIND = 1000
+"""The most model-space entities of one kind (LINE, CIRCLE, ...) a gold may hold.
+
+Scoring pairs every gold entity with every candidate entity of its kind, under each of about
+ten alignment hypotheses, so its time and memory grow with gold x candidate. An agent controls
+only the candidate: against a 300-entity gold a 50,000-line drawing scores in about 2 s and
+240 MB. A task author controls the gold: 5,000 lines scored against themselves took 25 s and
+1.5 GB, 10,000 took minutes and 5.6 GB, 50,000 ran out of 23 GB. The suite's largest gold
+holds 12 entities of one kind; this bound keeps every task well inside what one evaluation
+may cost, whatever the agent draws."""
 
 
 class GoldCacheError(Exception):
@@ -201,7 +213,8 @@ def build_entry(
     """Write (or replace) the entry for ``spec.task_id`` from a gold DXF; returns it verified.
 
     The gold is read at ``spec.schema_version``; raises :class:`GoldCacheError` when it is
-    not a valid drawing, has no geometry, or lacks measured 3D extents that the spec scores.
+    not a valid drawing, has no geometry, lacks measured 3D extents that the spec scores, or
+    holds more than :data:`MAX_GOLD_ENTITIES_PER_KIND` entities of one kind.
     The entry appears atomically: readers see the old entry or the complete new one.
     """
     target = entry_dir(root, evaluator_version, spec.task_id)
@@ -212,6 +225,13 @@ def build_entry(
         raise GoldCacheError(f"gold drawing {gold_dxf} for {spec.task_id!r} has no model-space entities")
     if spec.scores_3d_extents and (result.physical_3d is None or result.physical_3d.status != "measured"):
         raise GoldCacheError(f"gold drawing {gold_dxf} for {spec.task_id!r} has no measured 3D extents")
+    kinds = collections.Counter(entity.kind for entity in result.model.entities)
+    for kind, count in sorted(kinds.items()):
+        if count > MAX_GOLD_ENTITIES_PER_KIND:
+            raise GoldCacheError(
+                f"gold drawing {gold_dxf} for {spec.task_id!r} has {count} {kind} entities, more than the "
+                f"{MAX_GOLD_ENTITIES_PER_KIND} of one kind a gold may hold (scoring time and memory grow with "
+                "gold x candidate entities)")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{spec.task_id}.", dir=target.parent))
     try:
