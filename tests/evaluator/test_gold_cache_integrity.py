@@ -441,7 +441,7 @@ def test_a_manifest_of_a_later_sorting_task_or_version_is_refused(tmp_path: Path
 
 
 def test_build_entry_refuses_a_gold_too_big_to_score_and_takes_one_at_the_bound(tmp_path: Path) -> None:
-    from autocad_bench_evaluator.gold_cache import MAX_GOLD_ENTITIES_PER_KIND
+    bound = 1000  # as docs/tasks.md states it
 
     def grid(count: int) -> Callable[[Any], None]:
         def add(msp: Any) -> None:
@@ -452,11 +452,10 @@ def test_build_entry_refuses_a_gold_too_big_to_score_and_takes_one_at_the_bound(
     root = tmp_path / "cache"
     # The plate already holds LINE entities: fill them up to exactly the bound, then one more.
     plate_lines = sum(1 for e in plate_doc().modelspace() if e.dxftype() == "LINE")
-    at_bound = write_dxf(tmp_path / "at-bound.dxf", mutate=grid(MAX_GOLD_ENTITIES_PER_KIND - plate_lines))
+    at_bound = write_dxf(tmp_path / "at-bound.dxf", mutate=grid(bound - plate_lines))
     assert build_entry(root, "v1", at_bound, ScoringSpec(task_id="plate")).directory.is_dir()
-    over = write_dxf(tmp_path / "over.dxf", mutate=grid(MAX_GOLD_ENTITIES_PER_KIND - plate_lines + 1))
-    with pytest.raises(GoldCacheError, match=rf"^gold drawing .*over\.dxf for 'big' has "
-                                             rf"{MAX_GOLD_ENTITIES_PER_KIND + 1} LINE entities, more than the "
-                                             rf"{MAX_GOLD_ENTITIES_PER_KIND} of one kind"):
+    over = write_dxf(tmp_path / "over.dxf", mutate=grid(bound - plate_lines + 1))
+    with pytest.raises(GoldCacheError, match=rf"^gold drawing .*over\.dxf for 'big' has {bound + 1} LINE entities, "
+                                             rf"more than the {bound} of one kind"):
         build_entry(root, "v1", over, ScoringSpec(task_id="big"))
     assert not (root / "v1" / "big").exists()
