@@ -20,7 +20,7 @@ Measured per run:
     uv run python benchmarks/shared_mode_scale.py --compare-loops [ROLLOUTS] [TURNS] [LATENCY_S]
     uv run python benchmarks/shared_mode_scale.py --decompose [ROLLOUTS] [TURNS_A] [TURNS_B] [LATENCY_S]
 
-``--decompose`` fits the controller's CPU to fixed + per rollout + per turn from five batches
+``--decompose`` fits the controller's CPU to fixed + idle + per rollout + per turn from four batches
 (see :func:`decompose`). ``SHARED_SCALE_WRAP`` runs the controller under a tool, e.g.
 ``SHARED_SCALE_WRAP="perf record -g -o perf.data"`` or ``"strace -c -f -o calls.txt"``, and
 ``SHARED_SCALE_SETTLE_S`` sets the pause between runs (see :data:`SETTLE_S`). ``TMPDIR``
@@ -60,7 +60,7 @@ rollout a model of its own (a summary row each, which costs more at the end)."""
 
 
 def models_and_trials(rollouts: int) -> tuple[int, int]:
-    if rollouts >= MODELS and rollouts % MODELS == 0 and rollouts // MODELS <= 100:
+    if rollouts % MODELS == 0 and rollouts // MODELS <= 100:
         return MODELS, rollouts // MODELS
     return rollouts, 1
 

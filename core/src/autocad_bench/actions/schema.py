@@ -139,8 +139,8 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-# The schema is plain JSON data: decoding its text is a deep copy at C speed (``copy.deepcopy``
-# walked it in Python, about a millisecond per rollout, which a batch of thousands feels).
+# The schema is plain JSON data: decoding its text is a deep copy at C speed (0.016 ms per call
+# here, against 0.07 ms for ``copy.deepcopy`` walking it in Python).
 _SCHEMA_TEXT = json.dumps(_SCHEMA)
 
 
