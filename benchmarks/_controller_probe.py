@@ -1,12 +1,13 @@
 """Run ``autocad-bench-batch`` in this process with an event-loop lag probe (and a profiler).
 
-    python benchmarks/_controller_probe.py LAG_JSON [--profile PSTATS] -- BATCH_ARGS...
+    python benchmarks/_controller_probe.py LAG_JSON [--profile PSTATS] [--phases PHASES_JSON] -- BATCH_ARGS...
 
 The lag probe is one extra asyncio loop on its own thread that asks to wake every 10 ms and
 records how late each wake-up is: the delay any rollout's loop in this process sees from the
 GIL and the controller's other threads. ``--profile`` gives every thread of the controller
 its own ``cProfile`` profiler clocked by thread CPU time (idle waits cost nothing), merged
-into one pstats file at exit.
+into one pstats file at exit. ``--phases`` times the phases of every rollout by thread CPU
+time (see ``_phases.py``) and writes label -> [seconds, calls] at exit.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ def main() -> None:
     own, batch_args = sys.argv[1:split], sys.argv[split + 1:]
     lag_path = Path(own[0])
     profile_path = Path(own[own.index("--profile") + 1]) if "--profile" in own else None
+    phases_path = Path(own[own.index("--phases") + 1]) if "--phases" in own else None
+    phases = None
+    if phases_path is not None:
+        from _phases import PhaseClock, install
+
+        phases = PhaseClock()
+        install(phases)
     profiles: list[cProfile.Profile] = []
     lock = threading.Lock()
 
@@ -67,6 +75,8 @@ def main() -> None:
         stop.set()
         probe.join(timeout=5)
         lag_path.write_text(json.dumps(samples))
+        if phases is not None and phases_path is not None:
+            phases_path.write_text(json.dumps(phases.totals()))
         if profile_path is not None:
             import pstats
 

@@ -19,12 +19,15 @@ Measured per run:
     uv run python benchmarks/shared_mode_scale.py --profile OUT.txt ROLLOUTS TURNS LATENCY_S
     uv run python benchmarks/shared_mode_scale.py --compare-loops [ROLLOUTS] [TURNS] [LATENCY_S]
     uv run python benchmarks/shared_mode_scale.py --decompose [ROLLOUTS] [TURNS_A] [TURNS_B] [LATENCY_S]
+    uv run python benchmarks/shared_mode_scale.py --phases [ROLLOUTS] [TURNS] [LATENCY_S]
 
 ``--decompose`` fits the controller's CPU to fixed + idle + per rollout + per turn from four batches
-(see :func:`decompose`). ``SHARED_SCALE_WRAP`` runs the controller under a tool, e.g.
-``SHARED_SCALE_WRAP="perf record -g -o perf.data"`` or ``"strace -c -f -o calls.txt"``, and
-``SHARED_SCALE_SETTLE_S`` sets the pause between runs (see :data:`SETTLE_S`). ``TMPDIR``
-chooses the file system the batch writes to (``TMPDIR=/dev/shm`` takes the disk out).
+(see :func:`decompose`). ``--phases`` times the phases of a rollout inside the controller by
+thread CPU time (see ``_phases.py``; the run's own figures then carry its small cost).
+``SHARED_SCALE_WRAP`` runs the controller under a tool, e.g. ``SHARED_SCALE_WRAP="perf record
+-g -o perf.data"`` or ``"strace -c -f -o calls.txt"``, and ``SHARED_SCALE_SETTLE_S`` sets the
+pause between runs (see :data:`SETTLE_S`). ``TMPDIR`` chooses the file system the batch
+writes to (``TMPDIR=/dev/shm`` takes the disk out).
 
 ``--profile`` runs the controller under per-thread ``cProfile`` (thread CPU time) and writes
 the top functions by own time and by cumulative time to OUT.txt, and the raw profile to
@@ -97,7 +100,7 @@ _runs = 0
 
 
 def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = None,
-        loops: int | None = None, concurrency: int | None = None) -> dict[str, Any]:
+        loops: int | None = None, concurrency: int | None = None, phases: bool = False) -> dict[str, Any]:
     global _runs
     if _runs:
         time.sleep(SETTLE_S)
@@ -137,8 +140,10 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
             out = tmp / "out"
             lag_path = tmp / "lag.json"
             pstats_path = tmp / "controller.pstats"
+            phases_path = tmp / "phases.json"
             probe = [sys.executable, str(HERE / "_controller_probe.py"), str(lag_path),
-                     *(["--profile", str(pstats_path)] if profile else []), "--",
+                     *(["--profile", str(pstats_path)] if profile else []),
+                     *(["--phases", str(phases_path)] if phases else []), "--",
                      "--config", str(config_path), "--execute", "--output-dir", str(out)]
             # Output to files, never to a pipe nobody reads while waiting (a full pipe blocks the batch).
             with open(tmp / "stdout.txt", "wb") as stdout, open(tmp / "stderr.txt", "wb") as stderr:
@@ -156,6 +161,7 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
             if not summary:
                 sys.stderr.write((tmp / "stderr.txt").read_text()[-4000:])
             lag = json.loads(lag_path.read_text()) if lag_path.exists() else []
+            phase_totals = json.loads(phases_path.read_text()) if phases_path.exists() else {}
             added = added_latencies(out, latency) if out.exists() else []
             if profile is not None and pstats_path.exists():
                 write_profile(pstats_path, profile, f"{rollouts} x {turns} turns at {latency} s")
@@ -172,7 +178,7 @@ def run(rollouts: int, turns: int, latency: float, *, profile: Path | None = Non
         "context_switches": usage.ru_nvcsw + usage.ru_nivcsw, "rss_mib": usage.ru_maxrss / 1024,
         "p50_ms": 1000 * percentile(added, 0.50), "p99_ms": 1000 * percentile(added, 0.99),
         "lag_p99_ms": 1000 * percentile(lag, 0.99), "lag_max_ms": 1000 * max(lag, default=float("nan")),
-        "wall_s": wall, "ideal_s": turns * latency,
+        "wall_s": wall, "ideal_s": turns * latency, "phases": phase_totals,
     }
 
 
@@ -287,6 +293,20 @@ def decompose(rollouts: int, turns_a: int, turns_b: int, latency: float) -> None
                  f"sum per turn at {GOAL['rollouts']} x 5 (ms)", "done"], [row_]))
 
 
+def phase_rows(result: dict[str, Any]) -> list[list[Any]]:
+    """The ``--phases`` table: each phase's thread CPU per rollout, calls per rollout, per call,
+    and its share of the controller's CPU (inclusive: a phase contains the phases it calls)."""
+    rollouts = result["rollouts"]
+    rows = [["controller process (all threads, whole run)", f"{1000 * result['cpu_s'] / rollouts:.2f}", "-", "-",
+             "100%"]]
+    ordered = sorted(result["phases"].items(), key=lambda item: -item[1][0])
+    for label, (seconds, calls) in ordered:
+        rows.append([label, f"{1000 * seconds / rollouts:.2f}", f"{calls / rollouts:.2f}",
+                     f"{1000 * seconds / calls:.3f}" if calls else "-",
+                     f"{100 * seconds / result['cpu_s']:.0f}%" if result["cpu_s"] else "-"])
+    return rows
+
+
 def main(argv: list[str]) -> None:
     profile: Path | None = None
     if "--profile" in argv:
@@ -310,6 +330,17 @@ def main(argv: list[str]) -> None:
     if argv and argv[0] == "--decompose":
         decompose(int(argv[1]) if len(argv) > 1 else 100, int(argv[2]) if len(argv) > 2 else 2,
                   int(argv[3]) if len(argv) > 3 else 6, float(argv[4]) if len(argv) > 4 else 1.0)
+        return
+    if argv and argv[0] == "--phases":
+        rollouts = int(argv[1]) if len(argv) > 1 else 200
+        turns = int(argv[2]) if len(argv) > 2 else 5
+        latency = float(argv[3]) if len(argv) > 3 else 2.0
+        result = run(rollouts, turns, latency, phases=True)
+        print_table([result], turns, latency)
+        print(table(f"thread CPU per phase: {rollouts} rollouts x {turns} turns, {latency} s model latency, written "
+                    f"to {tempfile.gettempdir()} (inclusive; {result['done']}/{rollouts} done)",
+                    ["phase", "ms per rollout", "calls per rollout", "ms per call", "of controller CPU"],
+                    phase_rows(result)))
         return
     if argv and argv[0] == "--table":
         turns = int(argv[1]) if len(argv) > 1 else 5
