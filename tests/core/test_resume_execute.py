@@ -395,6 +395,44 @@ def test_a_restart_repeated_after_a_crash_records_the_attempt_once(pool: Pool, r
     assert code == 0
 
 
+def _launched_never_reached_the_model(out: Path, rollout_id: str) -> None:
+    """Shape ``rollout_id`` as a controller that died under it leaves a rollout whose desktop
+    was launched but whose pilot never reached the model: its directory, no checkpoint, no result."""
+    edit_state(out, rollout_id, state="starting", finished_at=None, exit_code=None, failure_class=None,
+               turns=None, actions=None, token_cost_usd=None, infrastructure_seconds=None,
+               infrastructure_cost_usd=None)
+    for name in ("result.json", "resume-checkpoint.json"):
+        (out / "rollouts" / rollout_id / name).unlink()
+
+
+def test_a_restart_that_dies_before_it_moves_a_closed_attempt_restarts_it_and_counts_it_once(pool: Pool) -> None:
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    _launched_never_reached_the_model(out, "r-a")
+    # The first resume closes the attempt (infrastructure_lost: no signal stopped the batch),
+    # records it as an earlier attempt, and dies before it moves the attempt's files away (the
+    # archive cannot be created).
+    (out / "interrupted").write_text("in the way")
+    with pytest.raises(OSError):
+        resume(out)
+    (out / "interrupted").unlink()
+    (recorded,) = row(out, "r-a")["earlier_attempts"]
+    assert recorded["attempt_id"] == f"{batch_id}.r-a.1"
+    assert json.loads((out / "rollouts" / "r-a" / "result.json").read_text())["attempt_id"] == f"{batch_id}.r-a.1"
+
+    plan, code = resume(out)
+
+    # Its closed attempt is already on record: the move is finished and attempt 2 runs. Planned as
+    # "failed", the closed attempt would be recorded again as the rollout's own outcome.
+    assert [e.action for e in plan.entries] == ["restart"]
+    entry = row(out, "r-a")
+    assert entry["earlier_attempts"] == [recorded]
+    assert (entry["state"], entry["attempt_id"], entry["failure_class"]) == ("done", f"{batch_id}.r-a.2", None)
+    moved = json.loads((out / "interrupted" / "r-a" / "attempt-1" / "result.json").read_text())
+    assert (moved["attempt_id"], moved["failure_class"]) == (f"{batch_id}.r-a.1", "infrastructure_lost")
+    assert code == 0
+
+
 def test_a_rollout_recorded_failed_whose_pilot_then_completed_is_recorded_done(pool: Pool) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
     # The stop closed it as failed; its pilot outlived the stop and wrote its own (completed) result.
@@ -447,9 +485,12 @@ def test_a_resume_that_dies_before_it_queued_everything_is_planned_again_from_th
 
     plan, code = resume(out)
 
-    # r-b is still the signal's rollout, restarted: not "lost" (closed as an infrastructure failure).
+    # r-a's attempt was recorded before the resume died: only its move is left. r-b is still the
+    # signal's rollout, restarted: not "lost" (closed as an infrastructure failure).
+    batch_id = state(out)["batch_id"]
     assert [(e.rollout_id, e.action, e.reason.split(" (")[0].split(";")[0]) for e in plan.entries] == [
-        ("r-a", "restart", "stopped by the operator before it finished"),
+        ("r-a", "restart", f"attempt {batch_id}.r-a.1 is already recorded as an earlier attempt, but its files "
+                           "were never moved to interrupted/r-a/attempt-1"),
         ("r-b", "restart", "caught in flight by the SIGTERM that stopped the batch")]
     for rid in ("r-a", "r-b"):
         entry = row(out, rid)

@@ -390,3 +390,46 @@ def test_a_lost_rollout_does_not_end_the_plan(tmp_path: Path) -> None:
     write_checkpoint(tmp_path, "r1")
     p, _ = plan(tmp_path, FakeBackend())
     assert [(e.rollout_id, e.action) for e in p.entries] == [("r1", "lost"), ("r2", "start")]
+
+
+def _record_earlier(batch: Path, rollout_id: str, attempt: int, *, current: int) -> None:
+    """Record attempt ``attempt`` of ``rollout_id`` as an earlier attempt, as a restart does
+    before it moves the attempt's files; the rollout's current attempt becomes ``current``."""
+    path = BatchPaths(batch).state
+    data = json.loads(path.read_text())
+    for entry in data["rollouts"]:
+        if entry["rollout_id"] == rollout_id:
+            entry["attempt_id"] = f"b1.{rollout_id}.{current}"
+            entry["state"] = "queued"
+            entry["earlier_attempts"] = [{
+                "attempt_id": f"b1.{rollout_id}.{attempt}", "failure_class": "infrastructure_lost", "turns": 0,
+                "actions": 0, "token_cost_usd": 0.5, "infrastructure_seconds": 3.0, "infrastructure_cost_usd": 0.25,
+                "finished_at": NOW.isoformat(), "archived_to": f"interrupted/{rollout_id}/attempt-{attempt}"}]
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(("status", "failure_class", "evaluation"), [
+    ("failed", "infrastructure_lost", False),  # closed by a resume that died before the move
+    ("failed", "interrupted", True),
+    ("completed", None, True),  # unscored: not evaluated again, it is on record already
+    ("completed", None, False),
+])
+def test_a_result_already_recorded_as_an_earlier_attempt_only_finishes_its_restart(
+        tmp_path: Path, status: str, failure_class: str | None, evaluation: bool) -> None:
+    write_state(tmp_path, ["r1"], evaluation=evaluation)
+    write_result(tmp_path, "r1", status=status, failure_class=failure_class)
+    _record_earlier(tmp_path, "r1", 1, current=2)
+    p, backend = plan(tmp_path)
+    assert (only(p).action, only(p).reason) == (
+        "restart", "attempt b1.r1.1 is already recorded as an earlier attempt, but its files were never moved to "
+                   "interrupted/r1/attempt-1" + RESTART_NOTE)
+    assert p.runnable == {"r1": None} and backend.calls == []
+
+
+def test_an_earlier_attempt_of_another_id_leaves_the_current_result_its_own(tmp_path: Path) -> None:
+    write_state(tmp_path, ["r1"])
+    write_result(tmp_path, "r1", status="failed", failure_class="infrastructure_lost")
+    # Attempt 1 is the result's; attempt 7 is on record as an earlier one: the result is the
+    # rollout's own, failed, and failures are never rerun in place.
+    _record_earlier(tmp_path, "r1", 7, current=1)
+    assert only(plan(tmp_path)[0]).action == "failed"

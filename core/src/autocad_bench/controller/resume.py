@@ -19,7 +19,6 @@ still be planned by it: same ids, same trial numbers.
 from __future__ import annotations
 
 import dataclasses
-
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -117,6 +116,16 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
                 "trial": rollout.trial, "infrastructure_backend": rollout.infrastructure_backend,
                 "infrastructure": state.infrastructure}
         result = _result(paths)
+        archived = next((a for a in rollout.earlier_attempts if result is not None
+                         and a.attempt_id == result.attempt_id), None)
+        if archived is not None:
+            # A resume recorded this attempt as an earlier one and died before it moved its files:
+            # its spend is on record already, so only the move is left, then the next attempt.
+            # Read as this rollout's own outcome it would be counted twice.
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                f"attempt {archived.attempt_id} is already recorded as an earlier attempt, but its files were "
+                f"never moved to {archived.archived_to}" + RESTART_NOTE)))
+            continue
         if result is not None and result.status == "completed" and evaluation_enabled \
                 and read_scores(paths.root)[0] is None:
             entries.append(ResumePlanEntry(**base, action="evaluate", reason=(
