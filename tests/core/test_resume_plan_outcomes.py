@@ -408,28 +408,39 @@ def _record_earlier(batch: Path, rollout_id: str, attempt: int, *, current: int)
     path.write_text(json.dumps(data))
 
 
+# A rollout id long enough that its attempt ids pass 64 characters: such strings are not shared
+# objects of pydantic's string cache, so an identity test in place of equality shows there.
+LONG = "r1-whose-rollout-id-is-long-enough-to-make-each-of-its-attempt-ids-unique"
+
+
 @pytest.mark.parametrize(("status", "failure_class", "evaluation"), [
     ("failed", "infrastructure_lost", False),  # closed by a resume that died before the move
     ("failed", "interrupted", True),
     ("completed", None, True),  # unscored: not evaluated again, it is on record already
     ("completed", None, False),
 ])
+@pytest.mark.parametrize("rollout_id", ["r1", LONG])
 def test_a_result_already_recorded_as_an_earlier_attempt_only_finishes_its_restart(
-        tmp_path: Path, status: str, failure_class: str | None, evaluation: bool) -> None:
-    write_state(tmp_path, ["r1"], evaluation=evaluation)
-    write_result(tmp_path, "r1", status=status, failure_class=failure_class)
-    _record_earlier(tmp_path, "r1", 1, current=2)
+        tmp_path: Path, status: str, failure_class: str | None, evaluation: bool, rollout_id: str) -> None:
+    # A second rollout after it, never launched: the plan goes on past the first.
+    write_state(tmp_path, [rollout_id, "r2"], evaluation=evaluation)
+    write_result(tmp_path, rollout_id, status=status, failure_class=failure_class)
+    _record_earlier(tmp_path, rollout_id, 1, current=2)
     p, backend = plan(tmp_path)
-    assert (only(p).action, only(p).reason) == (
-        "restart", "attempt b1.r1.1 is already recorded as an earlier attempt, but its files were never moved to "
-                   "interrupted/r1/attempt-1" + RESTART_NOTE)
-    assert p.runnable == {"r1": None} and backend.calls == []
+    assert [(e.rollout_id, e.action, e.reason) for e in p.entries] == [
+        (rollout_id, "restart", f"attempt b1.{rollout_id}.1 is already recorded as an earlier attempt, but its files "
+                                f"were never moved to interrupted/{rollout_id}/attempt-1" + RESTART_NOTE),
+        ("r2", "start", "never launched; starts fresh")]
+    assert p.runnable == {rollout_id: None, "r2": None} and backend.calls == []
 
 
-def test_an_earlier_attempt_of_another_id_leaves_the_current_result_its_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("earlier", [1, 7])
+def test_an_earlier_attempt_of_another_id_leaves_the_current_result_its_own(tmp_path: Path, earlier: int) -> None:
     write_state(tmp_path, ["r1"])
     write_result(tmp_path, "r1", status="failed", failure_class="infrastructure_lost")
-    # Attempt 1 is the result's; attempt 7 is on record as an earlier one: the result is the
-    # rollout's own, failed, and failures are never rerun in place.
-    _record_earlier(tmp_path, "r1", 7, current=1)
+    # The result is attempt 2's; attempt 1 (whose id sorts before it) or 7 (after it) is on record
+    # as an earlier one: the result is the rollout's own, failed, and failures are never rerun in place.
+    result = BatchPaths(tmp_path).rollout("r1").result
+    result.write_text(json.dumps({**json.loads(result.read_text()), "attempt_id": "b1.r1.2"}))
+    _record_earlier(tmp_path, "r1", earlier, current=2)
     assert only(plan(tmp_path)[0]).action == "failed"
