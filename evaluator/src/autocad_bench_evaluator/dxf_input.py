@@ -303,6 +303,18 @@ class TagCensus:
     _header_variable: str | None = None
     version: str | None = None
     """``$ACADVER`` as the HEADER section declares it."""
+    frame_handles: set[str] = field(default_factory=set)
+    """Handles that an MTEXT's XDATA names as its text frame (``ACAD_MTEXT_TEXT_BORDERS``).
+    Before R2018 AutoCAD and BricsCAD write a framed MTEXT's border as an LWPOLYLINE of its
+    own, which ezdxf folds back into the MTEXT (the border is not an entity once loaded)."""
+    polylines: dict[str, str] = field(default_factory=dict)
+    """Handle -> ``model`` or ``paper`` of every top-level LWPOLYLINE of a space: where a text
+    frame the load folded away was declared."""
+    _pending_kind: str | None = None
+    """Type of the space record whose tags are being read (ENTITIES or a layout block)."""
+    _pending_handle: str | None = None
+    _pending_space: str | None = None
+    _in_frame_xdata: bool = False
 
     @classmethod
     def start(cls, max_tags: int, max_records: int, max_seconds: float) -> TagCensus:
@@ -343,6 +355,18 @@ class TagCensus:
             self._header_variable = None
         elif code == 67 and self._pending is not None:
             self._pending_paper = _text(raw).strip() == "1"
+        elif code == 5 and self._pending_space is not None and self._pending_handle is None:
+            self._pending_handle = _text(raw).strip().upper()
+            if self._pending_kind == "LWPOLYLINE":
+                self.polylines[self._pending_handle] = self._pending_space
+        elif code == 1000 and self._pending_kind == "MTEXT":
+            marker = _text(raw).strip()
+            if marker == "ACAD_MTEXT_TEXT_BORDERS_BEGIN":
+                self._in_frame_xdata = True
+            elif marker == "ACAD_MTEXT_TEXT_BORDERS_END":
+                self._in_frame_xdata = False
+        elif code == 1005 and self._in_frame_xdata:
+            self.frame_handles.add(_text(raw).strip().upper())
         elif code == 2 and (self._expect_section_name or self._block_name_pending):
             name = _text(raw).strip()
             if self._expect_section_name:
@@ -355,8 +379,15 @@ class TagCensus:
     def _finish_pending(self) -> None:
         if self._pending is not None:
             (self.paper_entities if self._pending_paper else self.model_entities)[self._pending] += 1
+            if self._pending_handle is not None and self._pending_handle in self.polylines:
+                # Group 67 may come after the handle: the record's space is known only now.
+                self.polylines[self._pending_handle] = "paper" if self._pending_paper else "model"
         self._pending = None
         self._pending_paper = False
+        self._pending_kind = None
+        self._pending_space = None
+        self._pending_handle = None
+        self._in_frame_xdata = False
 
     def _record(self, name: str) -> None:
         self._expect_section_name = name == "SECTION"
@@ -368,6 +399,7 @@ class TagCensus:
         if self._section == "ENTITIES":
             if name not in _SUB_RECORDS:
                 self._pending = name  # counted when its record ends: group 67 may follow
+                self._pending_kind, self._pending_space = name, "model"
         elif self._section == "BLOCKS":
             if name == "BLOCK":
                 self._block_name_pending = True
@@ -382,6 +414,8 @@ class TagCensus:
                     self.paper_entities[name] += 1
                 else:
                     self.block_entities += 1
+                if space is not None:
+                    self._pending_kind, self._pending_space = name, space
 
 
 def _layout_block(name: str, *, r12: bool) -> str | None:

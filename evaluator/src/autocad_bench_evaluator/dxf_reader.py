@@ -41,6 +41,7 @@ from autocad_bench_evaluator.dxf_input import (
     TagCensus,
     ascii_dxf,
     check_binary,
+    decode_escapes,
     for_recover,
 )
 from autocad_bench_evaluator.geometry import Point
@@ -127,15 +128,24 @@ def _read(
         endings: LineEndings = text.line_endings
         encoding, decoding_errors, dos_eof = text.encoding, text.decoding_errors, text.dos_eof
     else:
-        endings, encoding, decoding_errors, dos_eof = "binary", "utf-8", 0, False
+        # Text in a binary file is in the code page its header names (UTF-8 from R2007 on):
+        # the encoding ezdxf decoded it with.
+        endings, decoding_errors, dos_eof = "binary", 0, False
+        encoding = str(getattr(loaded.doc, "encoding", "") or "utf-8")
     source_format = source_format or ("dxf-binary" if binary else "dxf")
     metadata = _guarded(
         lambda: _extract(loaded.doc, schema_version, limits, deadline, report, source_format, sha, len(data))
     )
     deadline.check()  # a read that ended past the bound is refused, however it got there
+    for folded in loaded.folded:
+        for name, count in sorted(folded.items()):
+            if len(report.notes) < _MAX_NOTES:
+                report.notes.append(f"{count} {name}: " + _FOLDED_WHY[name])
     for declared, built, why in (
-        (loaded.census.model_entities, loaded.model_entities, "removed by ezdxf's repair of the damaged file"),
-        (loaded.census.paper_entities, loaded.paper_entities, "paper-space entity not loaded (never scored)"),
+        (loaded.census.model_entities, loaded.model_entities + loaded.folded[0],
+         "removed by ezdxf's repair of the damaged file"),
+        (loaded.census.paper_entities, loaded.paper_entities + loaded.folded[1],
+         "paper-space entity not loaded (never scored)"),
     ):
         for name, count in loaded.lost_by_type(declared, built).items():
             report.unreadable[name] += count
@@ -163,6 +173,35 @@ def _read(
     return metadata.model_copy(update={"reading": reading})
 
 
+def _text_content(raw: object) -> str:
+    """A TEXT's or ATTRIB's text without its special codes (``%%c``, ...), ``\\U+`` escapes
+    resolved: the ASCII path resolves them in the file's text before parsing, but a binary
+    file's strings and ezdxf's recover reader never get that pass."""
+    from ezdxf.tools.text import plain_text
+
+    return plain_text(decode_escapes(str(raw or "")))
+
+
+def _mtext_content(e: Any) -> str:
+    """An MTEXT's text without inline codes, every column of a multi-column MTEXT included.
+
+    The escapes are resolved on the assembled text: a writer may split ``\\U+043C`` across
+    two of the 250-character chunks the text is stored in, where no per-line pass sees it.
+    ezdxf's accurate parser, not its fast one: that one keeps ``\\~`` (a non-breaking space)
+    and unterminated codes such as ``{\\C1red}`` as literal text.
+    """
+    from ezdxf.tools.text import plain_mtext
+
+    raw = e.all_columns_raw_content() if e.has_columns else e.text
+    return str(plain_mtext(decode_escapes(str(raw or "")), split=False))
+
+
+_FOLDED_WHY = {
+    "MTEXT": "further columns of a multi-column MTEXT, read as part of its first column's text",
+    "LWPOLYLINE": "text frames of MTEXT, a property of the MTEXT rather than an entity of their own",
+}
+
+
 class _Loaded:
     """A document ezdxf built, with what the census saw and what the spaces hold now."""
 
@@ -176,6 +215,30 @@ class _Loaded:
         self.paper_entities = Counter(
             str(e.dxftype()) for layout in doc.layouts if not layout.is_modelspace for e in layout
         )
+        self.folded = self._folded_into_mtext()
+        """(model, paper): declared records ezdxf folded into an MTEXT on load (see
+        :meth:`_folded_into_mtext`); declared but rightly not entities of their own."""
+
+    def _folded_into_mtext(self) -> tuple[Counter[str], Counter[str]]:
+        """Records that are parts of an MTEXT before R2018: the extra MTEXT of each further
+        column (ezdxf links them to the first and takes them out of the layout; their text is
+        read with it) and the LWPOLYLINE of a text frame (ezdxf deletes it; AutoCAD R2018 and
+        later keep the frame as a property of the MTEXT). Only records the census saw with
+        those roles count, and only when they really are missing from the loaded spaces."""
+        model: Counter[str] = Counter()
+        paper: Counter[str] = Counter()
+        # From R2018 on the columns live inside the one MTEXT record: nothing to fold.
+        for layout in self.doc.layouts if self.doc.dxfversion < "AC1032" else ():
+            spaces = model if layout.is_modelspace else paper
+            for entity in layout:
+                if entity.dxftype() == "MTEXT" and entity.has_columns and entity._columns.linked_columns:
+                    spaces["MTEXT"] += len(entity._columns.linked_columns)
+        for handle in self.census.frame_handles:
+            space = self.census.polylines.get(handle)
+            frame = self.doc.entitydb.get(handle)
+            if space is not None and (frame is None or not frame.is_alive):
+                (model if space == "model" else paper)["LWPOLYLINE"] += 1
+        return model, paper
 
     @property
     def space_entities(self) -> int:
@@ -183,11 +246,13 @@ class _Loaded:
 
     @property
     def model_deficit(self) -> int:
-        return max(sum(self.census.model_entities.values()) - sum(self.model_entities.values()), 0)
+        loaded = sum(self.model_entities.values()) + sum(self.folded[0].values())
+        return max(sum(self.census.model_entities.values()) - loaded, 0)
 
     @property
     def paper_deficit(self) -> int:
-        return max(sum(self.census.paper_entities.values()) - sum(self.paper_entities.values()), 0)
+        loaded = sum(self.paper_entities.values()) + sum(self.folded[1].values())
+        return max(sum(self.census.paper_entities.values()) - loaded, 0)
 
     def consistent(self) -> bool:
         """Nothing declared for the model space is missing (more than declared is fine: stray
@@ -235,7 +300,7 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
 def _raise_lost(loaded: _Loaded) -> None:
     declared = sum(loaded.census.model_entities.values())
     built = sum(loaded.model_entities.values())
-    lost = loaded.lost_by_type(loaded.census.model_entities, loaded.model_entities)
+    lost = loaded.lost_by_type(loaded.census.model_entities, loaded.model_entities + loaded.folded[0])
     types = ", ".join(f"{count} {name}" for name, count in sorted(lost.items())[:8])
     raise InputRejected(
         "entities-lost",
@@ -507,7 +572,7 @@ class _Extractor:
                     insert = e.ocs().to_wcs(align)
             return TextEntity(
                 source=kind,
-                content=e.plain_text(),
+                content=_text_content(dxf.get("text", "")),
                 insert=_p2(insert),
                 height=_round(dxf.get("height", 0.0)),
                 rotation=_round(dxf.get("rotation", 0.0)),
@@ -517,7 +582,7 @@ class _Extractor:
             self._check_text(e.text)
             return TextEntity(
                 source="MTEXT",
-                content=e.plain_text(split=False),
+                content=_mtext_content(e),
                 insert=_p2(dxf.insert),
                 height=_round(dxf.get("char_height", 0.0)),
                 rotation=_round(e.get_rotation()),
@@ -598,7 +663,7 @@ class _Extractor:
             dimtype=dimtype,
             measurement=measurement,
             defpoints=tuple(defpoints),
-            text_override=str(dxf.get("text", "") or ""),
+            text_override=decode_escapes(str(dxf.get("text", "") or "")),
             graphics=tuple(graphics),
             **common,
         )
@@ -635,7 +700,7 @@ class _Extractor:
         dxf = e.dxf
         for attrib in e.attribs:
             self._check_text(attrib.dxf.get("text", ""))
-        attributes = {str(a.dxf.tag): a.plain_text() for a in e.attribs}
+        attributes = {str(a.dxf.tag): _text_content(a.dxf.get("text", "")) for a in e.attribs}
         exploded: list[Primitive] = []
         if explode:
             self._check_depth(depth)
