@@ -9,6 +9,7 @@ QCAD drawings that write ``\\~``)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def _mtext_file(tmp_path: Path, chunks: list[tuple[int, str]], *, binary: bool =
 
 
 def test_an_escape_split_across_two_mtext_chunks_is_resolved(tmp_path: Path) -> None:
-    # A LibreCAD sheet (dxflib) stores "размеров" as "...раз\U" + "+043cеров..."; here in ASCII.
+    # A LibreCAD sheet (dxflib) splits a Cyrillic word this way; here in ASCII.
     path = _mtext_file(tmp_path, [(3, "ab\\U"), (1, "+043Ccd")])
     (text,) = [t.content for t in _texts(_read(path).model.entities)]
     assert text == "abмcd"
@@ -112,3 +113,68 @@ def test_mtext_codes_do_not_reach_the_text_as_literal_backslashes(
     path = _mtext_file(tmp_path, [(1, stored)], binary=binary)
     (text,) = [t.content for t in _texts(_read(path).model.entities)]
     assert text == expected
+
+
+# --- what ezdxf's audit removed, and only that, may be missing ------------------------------
+
+
+def test_an_insert_the_audit_deletes_is_counted_not_the_whole_real_drawing_refused(tmp_path: Path) -> None:
+    # A real AC1003 file (read in recover mode) plus one INSERT of a block it never defines:
+    # the audit deletes that INSERT, by name; the file's 22 entities are still read.
+    text = (CORPUS / "ezdxf-ac1003-line.dxf").read_bytes().decode("cp1252")
+    end = text.index("ENDSEC", text.index("ENTITIES"))
+    at = text.rindex("\n", 0, text.rindex("\n", 0, end)) + 1  # the group-code line before ENDSEC
+    path = tmp_path / "undefined-insert.dxf"
+    path.write_bytes((text[:at] + "  0\nINSERT\n  8\n0\n  2\nNOSUCHBLOCK\n 10\n1.0\n 20\n1.0\n" + text[at:])
+                     .encode("cp1252"))
+    result = _read(path)
+    assert result.reading is not None and result.reading.recovered
+    assert len(result.model.entities) == 22 and result.reading.unreadable == {"INSERT": 1}
+
+
+def _recovered_plate(tmp_path: Path) -> Path:
+    """A LINE and a CIRCLE in a file the strict reader refuses (no ENDSEC after its header)
+    whose audit removes something unrelated: an orphaned paper-space block record."""
+    doc = new("R2000")
+    doc.modelspace().add_line((0, 0), (10, 0))
+    doc.modelspace().add_circle((5, 5), 2)
+    stream = io.StringIO()
+    doc.write(stream)
+    text = stream.getvalue()
+    start = text.index("  0\nBLOCK_RECORD\n", text.index("  2\nBLOCK_RECORD\n"))
+    end = text.index("  0\nENDTAB\n", start)
+    paper = next(r for r in text[start:end].split("  0\nBLOCK_RECORD\n")[1:] if "*Paper_Space" in r).split("\n")
+    paper[1] = "FFFA"
+    orphan = "  0\nBLOCK_RECORD\n" + "\n".join(paper).replace("*Paper_Space", "*Paper_Space7")
+    text = text[:end] + orphan + text[end:]
+    header_end = text.index("  0\nENDSEC\n")
+    path = tmp_path / "recovered.dxf"
+    path.write_text(text[:header_end] + text[header_end + len("  0\nENDSEC\n"):])
+    return path
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["unrelated-removal", "named-removal"])
+def test_only_what_the_audit_names_as_removed_may_be_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: bool) -> None:
+    from autocad_bench_evaluator import dxf_reader
+
+    real_recover = dxf_reader._recover
+
+    def losing(*args: Any) -> Any:
+        # ezdxf's recover mode loses the CIRCLE without a word, as it lost a SPLINE of a real
+        # dxflib file whose audit only removed orphaned layout records.
+        doc, removed = real_recover(*args)
+        (circle,) = [e for e in doc.modelspace() if e.dxftype() == "CIRCLE"]
+        handle = circle.dxf.handle
+        doc.modelspace().delete_entity(circle)
+        assert any(kind == "BLOCK_RECORD" for kind, _ in removed)
+        return doc, removed | ({("CIRCLE", handle.upper())} if named else set())
+
+    monkeypatch.setattr(dxf_reader, "_recover", losing)
+    result = read_drawing(_recovered_plate(tmp_path))
+    if named:
+        assert isinstance(result, DrawingMetadata), result
+        assert result.reading is not None and result.reading.unreadable == {"CIRCLE": 1}
+    else:
+        assert not isinstance(result, DrawingMetadata)
+        assert result.failure_class == "entities-lost" and "1 CIRCLE" in result.detail

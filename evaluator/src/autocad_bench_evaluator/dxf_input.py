@@ -310,6 +310,9 @@ class TagCensus:
     polylines: dict[str, str] = field(default_factory=dict)
     """Handle -> ``model`` or ``paper`` of every top-level LWPOLYLINE of a space: where a text
     frame the load folded away was declared."""
+    model_handles: dict[str, str] = field(default_factory=dict)
+    """Handle -> type of every model-space record that has a handle: what an audit that says
+    it removed ``TYPE(#HANDLE)`` is checked against."""
     _pending_kind: str | None = None
     """Type of the space record whose tags are being read (ENTITIES or a layout block)."""
     _pending_handle: str | None = None
@@ -359,6 +362,8 @@ class TagCensus:
             self._pending_handle = _text(raw).strip().upper()
             if self._pending_kind == "LWPOLYLINE":
                 self.polylines[self._pending_handle] = self._pending_space
+            if self._pending is None and self._pending_space == "model" and self._pending_kind is not None:
+                self.model_handles[self._pending_handle] = self._pending_kind  # a *Model_Space block record
         elif code == 1000 and self._pending_kind == "MTEXT":
             marker = _text(raw).strip()
             if marker == "ACAD_MTEXT_TEXT_BORDERS_BEGIN":
@@ -379,9 +384,12 @@ class TagCensus:
     def _finish_pending(self) -> None:
         if self._pending is not None:
             (self.paper_entities if self._pending_paper else self.model_entities)[self._pending] += 1
-            if self._pending_handle is not None and self._pending_handle in self.polylines:
-                # Group 67 may come after the handle: the record's space is known only now.
-                self.polylines[self._pending_handle] = "paper" if self._pending_paper else "model"
+            if self._pending_handle is not None:
+                if self._pending_handle in self.polylines:
+                    # Group 67 may come after the handle: the record's space is known only now.
+                    self.polylines[self._pending_handle] = "paper" if self._pending_paper else "model"
+                if not self._pending_paper:
+                    self.model_handles[self._pending_handle] = self._pending
         self._pending = None
         self._pending_paper = False
         self._pending_kind = None

@@ -26,6 +26,7 @@ import hashlib
 import io
 import logging
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -205,7 +206,8 @@ _FOLDED_WHY = {
 class _Loaded:
     """A document ezdxf built, with what the census saw and what the spaces hold now."""
 
-    def __init__(self, doc: Any, census: TagCensus, recovered: bool, removed_by_audit: int = 0) -> None:
+    def __init__(self, doc: Any, census: TagCensus, recovered: bool,
+                 removed_by_audit: frozenset[tuple[str, str]] = frozenset()) -> None:
         self.doc = doc
         self.census = census
         self.recovered = recovered
@@ -258,8 +260,29 @@ class _Loaded:
         """Nothing declared for the model space is missing (more than declared is fine: stray
         sub-records, say, load as entities of their own). A recover read may miss what its
         audit reported removing; those are counted as unreadable."""
-        allowed = self.removed_by_audit if self.recovered else 0
+        allowed = self.audit_removals() if self.recovered else 0
         return self.model_deficit <= allowed
+
+    def audit_removals(self) -> int:
+        """Model-space records the audit says it removed that are really gone: only these may
+        be missing. A removal names ``TYPE(#HANDLE)``. When the file declared that handle it
+        must have declared it with that type; a handle the file never declared (ezdxf gives
+        records without one a handle of its own, as in R12 files) excuses at most one missing
+        record of that type. A removal of something else (an orphaned layout record, an
+        undefined style taken off a text) excuses no lost entity."""
+        matched: Counter[str] = Counter()
+        unnamed: Counter[str] = Counter()
+        for kind, handle in self.removed_by_audit:
+            declared = self.census.model_handles.get(handle)
+            if declared is None:
+                unnamed[kind] += 1
+                continue
+            entity = self.doc.entitydb.get(handle)
+            if declared == kind and (entity is None or not entity.is_alive):
+                matched[kind] += 1
+        missing = self.lost_by_type(self.census.model_entities, self.model_entities + self.folded[0])
+        # Never more of a type than are missing: a removal excuses one record, once.
+        return sum(min(matched[kind] + unnamed[kind], missing.get(kind, 0)) for kind in matched | unnamed)
 
     def lost_by_type(self, declared: Counter[str], loaded: Counter[str]) -> dict[str, int]:
         return {name: count - loaded[name] for name, count in declared.items() if count > loaded[name]}
@@ -321,7 +344,7 @@ def _strict(data: bytes, text: AsciiDxf | None, census: TagCensus) -> Any:
     return Drawing.load(census.wrap(ascii_tags_loader(io.StringIO(text.text))))
 
 
-def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any, int]:
+def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any, frozenset[tuple[str, str]]]:
     from ezdxf.lldxf.tagger import binary_tags_loader
     from ezdxf.recover import Recover, _load_and_audit_document, bytes_loader
 
@@ -331,12 +354,20 @@ def _recover(data: bytes, text: AsciiDxf | None, census: TagCensus) -> tuple[Any
     else:
         tool = Recover.run(io.BytesIO(for_recover(text)), loader=lambda stream: census.wrap(bytes_loader(stream)))
     doc, auditor = _load_and_audit_document(tool)
-    removed = {
-        id(fix.entity)
+    # The audit names what it removes in its messages ("Deleted entity INSERT(#18) without
+    # required BLOCK definition.", "Removed unsupported entity ..."); its fixes keep no
+    # reference to the entity.
+    removed = frozenset(
+        (kind, handle.upper())
         for fix in auditor.fixes
-        if str(getattr(fix.code, "name", "")).startswith("REMOVED_") or str(fix.message).startswith("Removed")
-    }
-    return doc, len(removed)
+        if _REMOVAL.search(str(fix.message))
+        for kind, handle in _NAMED_ENTITY.findall(str(fix.message))
+    )
+    return doc, removed
+
+
+_REMOVAL = re.compile(r"\b(?:removed|deleted)\b", re.IGNORECASE)
+_NAMED_ENTITY = re.compile(r"\b([A-Z][A-Z0-9_]*)\(#([0-9A-Fa-f]+)\)")
 
 
 _NOT_THE_PARSERS = (InputRejected, MemoryError)
