@@ -65,7 +65,9 @@ def plate_doc() -> Drawing:
     for i in range(4):
         msp.add_circle((20 + 20 * i, 25), 4, dxfattribs={"layer": "HOLES"})
     msp.add_text("PLATE A", height=3, dxfattribs={"layer": "TEXT"}).set_placement((5, 42))
-    msp.add_linear_dim(base=(0, -10), p1=(0, 0), p2=(100, 0), dxfattribs={"layer": "DIMS"}).render()
+    # "Standard": ezdxf's default "EZDXF" style shows metres as centimetres (DIMLFAC 100).
+    msp.add_linear_dim(base=(0, -10), p1=(0, 0), p2=(100, 0), dimstyle="Standard",
+                       dxfattribs={"layer": "DIMS"}).render()
     return doc
 
 

@@ -174,6 +174,39 @@ def _read(
     return metadata.model_copy(update={"reading": reading})
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
+
+
+def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
+    """The value a dimension shows, which is what a drawing states (``None``: none shown).
+
+    The measured value scaled by the style's linear factor (``DIMLFAC``, not for angles) where
+    the text is the measurement (no override, or ``<>`` inside one); otherwise the first
+    number of the override text ("120", "Ø80", "R25 mm"), or none when the override shows no
+    number (a word, or a single space, which hides the text). A dimension whose text says 999
+    over a 120 mm span states 999, not 120.
+    """
+    factor = 1.0
+    if dimtype not in ("angular", "angular3p"):
+        try:
+            factor = float(e.override().get("dimlfac", 1.0) or 1.0)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            factor = 1.0
+        if not math.isfinite(factor) or factor == 0.0:
+            factor = 1.0
+    override = str(e.dxf.get("text", "") or "")
+    if override in ("", "<>") or "<>" in override:
+        return _round(measured * factor)
+    from ezdxf.tools.text import plain_mtext, plain_text
+
+    shown = plain_text(str(plain_mtext(decode_escapes(override), split=False)))
+    found = _NUMBER.search(shown)
+    if found is None:
+        return None
+    value = float(found.group(0).replace(",", "."))
+    return _round(value) if math.isfinite(value) else None
+
+
 def _text_content(raw: object) -> str:
     """A TEXT's or ATTRIB's text without its special codes (``%%c``, ...), ``\\U+`` escapes
     resolved: the ASCII path resolves them in the file's text before parsing, but a binary
@@ -195,6 +228,21 @@ def _mtext_content(e: Any) -> str:
 
     raw = e.all_columns_raw_content() if e.has_columns else e.text
     return str(plain_mtext(decode_escapes(str(raw or "")), split=False))
+
+
+class _NotDrawn(ValueError):
+    """An entity that is not drawn in plan the way its record reads: skipped and counted."""
+
+
+def _in_plan(extrusion: Any) -> None:
+    """Refuse a circle or arc whose plane is not the drawing plane: seen in plan it is an
+    ellipse or, edge on, a line, never the circle its centre and radius describe (an agent
+    can draw one under a rotated coordinate system)."""
+    x, y, z = (float(v) for v in extrusion)
+    length = math.sqrt(x * x + y * y + z * z)
+    if not length or abs(z) / length < 1.0 - 1e-9:
+        raise _NotDrawn(f"its plane is tilted out of the drawing plane (normal {x:g}, {y:g}, {z:g}): "
+                        "in plan it is not the circle its record describes")
 
 
 _FOLDED_WHY = {
@@ -523,6 +571,8 @@ class _Extractor:
             if layer_override is not None and layer == "0":
                 layer = layer_override
             common: dict[str, Any] = {"layer": layer, "handle": handle}
+            if e.dxf.get("invisible", 0):
+                raise _NotDrawn("invisible (group 60): the CAD application does not draw it")
             record = self._convert(e, kind, common, explode=explode, depth=depth)
         except (InputRejected, RecursionError):
             raise
@@ -539,6 +589,8 @@ class _Extractor:
         dxf = e.dxf
         if kind == "LINE":
             return LineEntity(start=_p2(dxf.start), end=_p2(dxf.end), **common)
+        if kind in ("CIRCLE", "ARC"):
+            _in_plan(dxf.extrusion)
         if kind == "CIRCLE":
             center = e.ocs().to_wcs(dxf.center)
             return CircleEntity(center=_p2(center), radius=_round(abs(dxf.radius)), **common)
@@ -677,6 +729,8 @@ class _Extractor:
             measurement = None
         if measurement is not None and not math.isfinite(measurement):
             measurement = None
+        if measurement is not None:
+            measurement = _displayed_value(e, dimtype, measurement)
         defpoints = [_p2(dxf.get(name)) for name in _DEFPOINTS.get(code, _ALL_DEFPOINTS) if dxf.hasattr(name)]
         self._check_text(dxf.get("text", "") or "")
         graphics: list[Primitive] = []

@@ -384,8 +384,10 @@ def _area_centroid(ring: list[Point]) -> tuple[float, float, float]:
 def _dim_family(dimtype: str, measurement: float) -> tuple[str, float]:
     if dimtype in ("angular", "angular3p"):
         return "angle", measurement
+    # A radius and a diameter dimension of one circle are not interchangeable: a prompt that
+    # asks for either names it, and the drawing shows "R25" against "Ø50".
     if dimtype == "radius":
-        return "diameter", 2.0 * measurement
+        return "radius", 2.0 * measurement  # on the diameter's scale: the same tolerance per size
     if dimtype == "diameter":
         return "diameter", measurement
     return "length", measurement

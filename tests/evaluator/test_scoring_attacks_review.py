@@ -1,0 +1,125 @@
+"""Attempts a cheating or careless agent could make, found by a red-team review of the scorer:
+the value a dimension shows is what the drawing states; a radius dimension is not a diameter
+dimension; an invisible entity is not drawn; a circle tilted out of the drawing plane is not a
+circle in plan. Each attack edits the shipped gold drawing of a suite task and goes through the
+public evaluation, as an attempt would."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ezdxf
+import pytest
+from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
+from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
+
+
+def _score(tmp_path: Path, task_id: str, edit: Callable[[Any], None]) -> tuple[float, bool]:
+    doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / task_id / "gold.dxf")
+    edit(doc)
+    path = tmp_path / "attempt.dxf"
+    doc.saveas(path)
+    outcome = evaluate(path, task_id, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
+    assert outcome.state is EvaluationState.DONE, outcome.error
+    assert outcome.report is not None
+    return outcome.report.score, outcome.report.passed
+
+
+def _dimensions(doc: Any) -> list[Any]:
+    dims = list(doc.modelspace().query("DIMENSION"))
+    assert dims
+    return dims
+
+
+def _override_text(*texts: str) -> Callable[[Any], None]:
+    def edit(doc: Any) -> None:
+        for dim, text in zip(_dimensions(doc), texts, strict=False):
+            dim.dxf.text = text
+    return edit
+
+
+def _linear_factor(factor: float) -> Callable[[Any], None]:
+    def edit(doc: Any) -> None:
+        for dim in _dimensions(doc):
+            override = dim.override()
+            override.update({"dimlfac": factor})
+            override.commit()
+            override.render()
+    return edit
+
+
+def test_the_unedited_gold_scores_full(tmp_path: Path) -> None:
+    assert _score(tmp_path, "anno-dim-linear", lambda doc: None) == (1.0, True)
+
+
+@pytest.mark.parametrize(("name", "edit"), [
+    ("the value overridden by a wrong number", _override_text("999", "45")),
+    ("the value replaced by a word", _override_text("WIDTH", "HEIGHT")),
+    ("the value hidden by a single space", _override_text(" ", " ")),
+    ("every length shown twice as long (DIMLFAC 2)", _linear_factor(2.0)),
+])
+def test_a_dimension_that_shows_a_wrong_value_fails(tmp_path: Path, name: str, edit: Callable[[Any], None]) -> None:
+    score, passed = _score(tmp_path, "anno-dim-linear", edit)
+    assert not passed and score < 0.95, name
+
+
+@pytest.mark.parametrize(("name", "edit"), [
+    ("the measurement with a suffix", _override_text("<> mm", "<> mm")),
+    ("the measured values typed by hand", None),
+    ("a linear factor of one, stated", _linear_factor(1.0)),
+])
+def test_a_dimension_that_shows_the_measured_value_passes(
+        tmp_path: Path, name: str, edit: Callable[[Any], None] | None) -> None:
+    if edit is None:
+        doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / "anno-dim-linear" / "gold.dxf")
+        typed = [f"{d.get_measurement():g}" for d in _dimensions(doc)]
+        edit = _override_text(*typed)
+    assert _score(tmp_path, "anno-dim-linear", edit) == (1.0, True), name
+
+
+def test_a_radius_and_a_diameter_dimension_swapped_fail(tmp_path: Path) -> None:
+    def swap(doc: Any) -> None:
+        # The first circle gets a diameter dimension, the second a radius one: R and Ø
+        # swapped, as the prompt asks the other way round.
+        # The points are picked where the gold's are (its radius dimension at 45 degrees, its
+        # diameter dimension's picked point at 45 degrees): only the type differs.
+        msp = doc.modelspace()
+        circles = sorted(msp.query("CIRCLE"), key=lambda c: c.dxf.center.x)
+        for dim in _dimensions(doc):
+            msp.delete_entity(dim)
+        first, second = circles[0], circles[1]
+        msp.add_diameter_dim(center=first.dxf.center, radius=first.dxf.radius, angle=225).render()
+        msp.add_radius_dim(center=second.dxf.center, radius=second.dxf.radius, angle=45).render()
+
+    score, passed = _score(tmp_path, "anno-dim-radial", swap)
+    assert not passed and score < 0.95
+
+
+def test_entities_drawn_invisible_are_not_drawn(tmp_path: Path) -> None:
+    def hide(doc: Any) -> None:
+        for entity in doc.modelspace():
+            entity.dxf.invisible = 1
+
+    score, passed = _score(tmp_path, "anno-layers-plate", hide)
+    assert not passed and score < 0.5
+
+
+@pytest.mark.parametrize(("normal", "passes"), [
+    ((1.0, 0.0, 0.0), False),  # edge on: two vertical segments in plan
+    ((0.0, 0.6, 0.8), False),  # tilted: two ellipses in plan
+    ((0.0, 0.0, -1.0), True),  # mirrored coordinate system: the same circles in plan
+])
+def test_circles_out_of_the_drawing_plane_are_not_circles_in_plan(
+        tmp_path: Path, normal: tuple[float, float, float], passes: bool) -> None:
+    def tilt(doc: Any) -> None:
+        from ezdxf.math import OCS
+
+        for circle in doc.modelspace().query("CIRCLE"):
+            world = circle.dxf.center  # the centre stays where it is in the world
+            circle.dxf.extrusion = normal
+            circle.dxf.center = OCS(normal).from_wcs(world)
+
+    score, passed = _score(tmp_path, "draft-concentric-s2026-00", tilt)
+    assert passed is passes and (score == 1.0) is passes
