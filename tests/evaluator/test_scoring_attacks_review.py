@@ -123,3 +123,52 @@ def test_circles_out_of_the_drawing_plane_are_not_circles_in_plan(
 
     score, passed = _score(tmp_path, "draft-concentric-s2026-00", tilt)
     assert passed is passes and (score == 1.0) is passes
+
+
+def _refill(fill: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Replace the gold's one hatch (a solid 100 x 60 rectangle at (50, 50)) by ``fill``'s."""
+    def edit(doc: Any) -> None:
+        msp = doc.modelspace()
+        (hatch,) = msp.query("HATCH")
+        msp.delete_entity(hatch)
+        fill(msp)
+    return edit
+
+
+def _patches_either_side(msp: Any) -> None:
+    # One hatch of two 50 x 60 patches outside the rectangle, left and right: its area and centroid.
+    hatch = msp.add_hatch(color=7)
+    for x0 in (0.0, 150.0):
+        hatch.paths.add_polyline_path([(x0, 50), (x0 + 50, 50), (x0 + 50, 110), (x0, 110)], is_closed=True)
+
+
+def _disc_of_equal_area(msp: Any) -> None:
+    import math
+
+    hatch = msp.add_hatch(color=7)
+    radius = math.sqrt(100 * 60 / math.pi)
+    edges = hatch.paths.add_edge_path()
+    edges.add_arc((100, 80), radius, 0, 360)
+
+
+def _gradient(msp: Any) -> None:
+    hatch = msp.add_hatch(color=7)
+    hatch.paths.add_polyline_path([(50, 50), (150, 50), (150, 110), (50, 110)], is_closed=True)
+    hatch.set_gradient((255, 0, 0), (0, 0, 255), name="LINEAR")
+
+
+def _solid_again(msp: Any) -> None:
+    hatch = msp.add_hatch(color=7)
+    hatch.paths.add_polyline_path([(50, 50), (150, 50), (150, 110), (50, 110)], is_closed=True)
+
+
+@pytest.mark.parametrize(("fill", "passes"), [
+    (_patches_either_side, False),
+    (_disc_of_equal_area, False),
+    (_gradient, False),
+    (_solid_again, True),  # the same fill drawn anew: still the gold
+])
+def test_a_hatch_is_the_fill_asked_for_where_it_was_asked_for(
+        tmp_path: Path, fill: Callable[[Any], None], passes: bool) -> None:
+    score, passed = _score(tmp_path, "anno-hatch-solid", _refill(fill))
+    assert passed is passes and (score == 1.0) is passes, (fill.__name__, score)

@@ -774,9 +774,11 @@ class _Extractor:
                 raw = [raw[int(i * step)] for i in range(self.limits.max_curve_points)]
             loops.append(tuple(_p2(p) for p in raw))
             self.deadline.count()
+        gradient = e.gradient if e.has_gradient_data else None
         return HatchEntity(
-            pattern=str(e.dxf.get("pattern_name", "")),
-            solid=bool(e.dxf.get("solid_fill", 0)),
+            # A gradient fill is not a solid one, though DXF flags both as "solid fill".
+            pattern=f"GRADIENT {gradient.name}".strip() if gradient is not None else str(e.dxf.get("pattern_name", "")),
+            solid=bool(e.dxf.get("solid_fill", 0)) and gradient is None,
             boundaries=tuple(loops),
             **common,
         )

@@ -74,6 +74,9 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
         # a boundary within ``geo`` of the gold changes the area by about perimeter * geo
         area_tol = np.maximum(geo * np.sqrt(np.maximum(ga, 0.0)) * 4.0, 1e-9)
         err = np.maximum(_dist(g.pos[gi], c.pos[ci]) / geo, np.abs(ga - ca) / area_tol)
+        # the extent of the fill around its centroid, each side within ``geo``
+        reach = np.abs(g.size[gi, 1:5][:, None, :] - c.size[ci, 1:5][None, :, :]).max(axis=2) / geo
+        err = np.maximum(err, reach)
         gl = np.asarray(g.labels, dtype=object)[gi]
         cl = np.asarray(c.labels, dtype=object)[ci]
         factor = np.where(gl[:, None] == cl[None, :], 1.0, 0.5)

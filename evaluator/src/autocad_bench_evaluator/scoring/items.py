@@ -240,6 +240,7 @@ class _Builder:
             self.extent_points.append(e.location)
         elif isinstance(e, HatchEntity):
             area, cx, cy, total = 0.0, 0.0, 0.0, 0.0
+            filled: list[tuple[Point, ...]] = []
             for loop in e.boundaries:
                 if len(loop) >= 3:
                     a, x, y = _area_centroid(list(loop))
@@ -247,6 +248,8 @@ class _Builder:
                     cx += a * x
                     cy += a * y
                     total += a
+                    if a > 0:
+                        filled.append(loop)
             if total > 0:
                 cx, cy = cx / total, cy / total
             elif e.boundaries and e.boundaries[0]:
@@ -255,7 +258,15 @@ class _Builder:
                 return
             pattern = e.pattern.strip().casefold()
             label = "solid" if e.solid or pattern == "solid" else f"pattern:{pattern}"
-            self.rows["hatch"].append(([cx, cy], [area], layer, label))
+            # Where the fill reaches, relative to its centroid (a translation moves both): two
+            # patches either side of a rectangle, or a disc spilling out of it, can have the
+            # rectangle's area and centroid but not its extent.
+            # Only loops that enclose area (a loop folded onto a line fills nothing).
+            reached = filled or [loop for loop in e.boundaries if loop]
+            xs = [p[0] for loop in reached for p in loop]
+            ys = [p[1] for loop in reached for p in loop]
+            reach = [min(xs) - cx, min(ys) - cy, max(xs) - cx, max(ys) - cy]
+            self.rows["hatch"].append(([cx, cy], [area, *reach], layer, label))
         if sum(len(v) for v in self.rows.values()) + len(self.profiles) > before:
             self.layers.add(layer)
 
@@ -436,7 +447,7 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
         "circle": _kind(rows["circle"], 2, 1),
         "point": _kind(rows["point"], 2, 0),
         "curve": _kind(rows["curve"], 2, 1),
-        "hatch": _kind(rows["hatch"], 2, 1),
+        "hatch": _kind(rows["hatch"], 2, 5),
         "insert": _kind(rows["insert"], 2, 3),
     }
     kinds["curve"].curves = builder.curves
