@@ -172,3 +172,39 @@ def test_a_hatch_is_the_fill_asked_for_where_it_was_asked_for(
         tmp_path: Path, fill: Callable[[Any], None], passes: bool) -> None:
     score, passed = _score(tmp_path, "anno-hatch-solid", _refill(fill))
     assert passed is passes and (score == 1.0) is passes, (fill.__name__, score)
+
+
+def _as_array(block_name: str | None) -> Callable[[Any], None]:
+    """The polar array of the task's holes (radius 5, 8 of them about (235, 100)) stored as AutoCAD's
+    ARRAYPOLAR stores an associative one: one reference to a block of the items, each item a
+    reference to a block holding the source hole; unnamed (``*U``) blocks as AutoCAD makes them,
+    or blocks with names when ``block_name`` is given."""
+    import math
+
+    def edit(doc: Any) -> None:
+        msp = doc.modelspace()
+        holes = [c for c in msp.query("CIRCLE") if abs(c.dxf.radius - 5.0) < 1e-9]
+        assert len(holes) == 8
+        for hole in holes:
+            msp.delete_entity(hole)
+        if block_name is None:
+            item, array = doc.blocks.new_anonymous_block("U"), doc.blocks.new_anonymous_block("U")
+        else:
+            item, array = doc.blocks.new(f"{block_name}_ITEM"), doc.blocks.new(block_name)
+        item.add_circle((310.0, 100.0), 5.0)
+        cx, cy = 235.0, 100.0
+        for k in range(8):
+            turn = math.radians(45 * k)
+            at = (cx - (math.cos(turn) * cx - math.sin(turn) * cy), cy - (math.sin(turn) * cx + math.cos(turn) * cy))
+            array.add_blockref(item.name, at, dxfattribs={"rotation": 45 * k})
+        msp.add_blockref(array.name, (0, 0))
+    return edit
+
+
+def test_an_associative_array_as_autocad_stores_it_is_the_array_drawn(tmp_path: Path) -> None:
+    assert _score(tmp_path, "edit-polar-array-s2026-00", _as_array(None)) == (1.0, True)
+
+
+def test_the_same_array_in_a_named_block_is_still_a_block_nobody_asked_for(tmp_path: Path) -> None:
+    score, passed = _score(tmp_path, "edit-polar-array-s2026-00", _as_array("HOLES_ARRAY"))
+    assert not passed and score < 0.95

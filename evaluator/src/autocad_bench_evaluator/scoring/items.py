@@ -436,6 +436,15 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
             entity = entity.model_copy(
                 update={"exploded": tuple(e for e in entity.exploded if not _left_out(e, ignore, hidden))}
             )
+        if isinstance(entity, InsertEntity) and _unnamed_block(entity.block):
+            # AutoCAD keeps an associative array (ARRAYPOLAR and ARRAYRECT by default) as one
+            # reference to an unnamed block of its items: what is drawn is the items, as if
+            # each were drawn on its own; no prompt asks for a block nobody named.
+            for sub in entity.exploded:
+                builder.primitive(sub)
+                kind = object_type(sub)
+                types[kind] = types.get(kind, 0) + 1
+            continue
         builder.entity(entity)
         kind = object_type(entity)
         types[kind] = types.get(kind, 0) + 1
@@ -476,6 +485,11 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
         },
         types=types,
     )
+
+
+def _unnamed_block(name: str) -> bool:
+    """An unnamed (``*U``) block: AutoCAD's associative arrays and other anonymous groups."""
+    return name[:2].upper() == "*U"
 
 
 def object_type(entity: Entity) -> str:
