@@ -143,10 +143,8 @@ def _read(
             if len(report.notes) < _MAX_NOTES:
                 report.notes.append(f"{count} {name}: " + _FOLDED_WHY[name])
     for declared, built, why in (
-        (loaded.census.model_entities, loaded.model_entities + loaded.folded[0],
-         "removed by ezdxf's repair of the damaged file"),
-        (loaded.census.paper_entities, loaded.paper_entities + loaded.folded[1],
-         "paper-space entity not loaded (never scored)"),
+        (loaded.census.model_entities, loaded.model_accounted, "removed by ezdxf's repair of the damaged file"),
+        (loaded.census.paper_entities, loaded.paper_accounted, "paper-space entity not loaded (never scored)"),
     ):
         for name, count in loaded.lost_by_type(declared, built).items():
             report.unreadable[name] += count
@@ -295,14 +293,21 @@ class _Loaded:
         return sum(self.model_entities.values()) + sum(self.paper_entities.values())
 
     @property
+    def model_accounted(self) -> Counter[str]:
+        """The model space's records by type: loaded, or folded into an MTEXT."""
+        return self.model_entities + self.folded[0]
+
+    @property
+    def paper_accounted(self) -> Counter[str]:
+        return self.paper_entities + self.folded[1]
+
+    @property
     def model_deficit(self) -> int:
-        loaded = sum(self.model_entities.values()) + sum(self.folded[0].values())
-        return max(sum(self.census.model_entities.values()) - loaded, 0)
+        return max(sum(self.census.model_entities.values()) - sum(self.model_accounted.values()), 0)
 
     @property
     def paper_deficit(self) -> int:
-        loaded = sum(self.paper_entities.values()) + sum(self.folded[1].values())
-        return max(sum(self.census.paper_entities.values()) - loaded, 0)
+        return max(sum(self.census.paper_entities.values()) - sum(self.paper_accounted.values()), 0)
 
     def consistent(self) -> bool:
         """Nothing declared for the model space is missing (more than declared is fine: stray
@@ -328,7 +333,7 @@ class _Loaded:
             entity = self.doc.entitydb.get(handle)
             if declared == kind and (entity is None or not entity.is_alive):
                 matched[kind] += 1
-        missing = self.lost_by_type(self.census.model_entities, self.model_entities + self.folded[0])
+        missing = self.lost_by_type(self.census.model_entities, self.model_accounted)
         # Never more of a type than are missing: a removal excuses one record, once.
         return sum(min(matched[kind] + unnamed[kind], missing.get(kind, 0)) for kind in matched | unnamed)
 
@@ -371,7 +376,7 @@ def _load(data: bytes, text: AsciiDxf | None, census: Any) -> _Loaded:
 def _raise_lost(loaded: _Loaded) -> None:
     declared = sum(loaded.census.model_entities.values())
     built = sum(loaded.model_entities.values())
-    lost = loaded.lost_by_type(loaded.census.model_entities, loaded.model_entities + loaded.folded[0])
+    lost = loaded.lost_by_type(loaded.census.model_entities, loaded.model_accounted)
     types = ", ".join(f"{count} {name}" for name, count in sorted(lost.items())[:8])
     raise InputRejected(
         "entities-lost",
