@@ -97,7 +97,7 @@ def ray_config(tmp_path: Path, address: str, rollouts: list[dict[str, Any]], *, 
         "execution_mode": "shared", "tasks_dir": str(SUITE / "tasks"),
         "infrastructure": {"backend": "ray", "broker_version": VERSION,
                            "settings": {"address": address, "node_work_dir": str(tmp_path / "node"), **settings}},
-        "evaluation": {"enabled": True, "evaluator_version": "2026.12.2", "gold_cache": str(GOLD)},
+        "evaluation": {"enabled": True, "evaluator_version": "2026.12.3", "gold_cache": str(GOLD)},
         "rollouts": rollouts,
     }
     path = tmp_path / "batch.json"

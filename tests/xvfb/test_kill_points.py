@@ -45,7 +45,7 @@ def _config(tmp_path: Path) -> Path:
         "tasks_dir": str(SUITE / "tasks"),
         "infrastructure": {"backend": "local-xvfb", "broker_version": "windows-autocad-2019-v11",
                            "settings": {"state_dir": str(tmp_path / "state")}},
-        "evaluation": {"enabled": True, "evaluator_version": "2026.12.2",
+        "evaluation": {"enabled": True, "evaluator_version": "2026.12.3",
                        "gold_cache": str(REPO / "evaluator" / "src" / "autocad_bench_evaluator" / "gold-cache")},
         "rollouts": [{"rollout_id": "plate", "task_id": TASK, "provider": "scripted", "model": "reference",
                       "provider_options": {"script": str(SUITE / "tasks" / TASK / "solution.librecad.jsonl"),

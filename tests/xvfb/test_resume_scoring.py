@@ -36,7 +36,7 @@ def test_a_rollout_whose_scoring_was_killed_is_scored_on_resume(tmp_path: Path) 
     with fake_brokers(1) as brokers:
         config = batch_config(brokers, tmp_path / "leases", "shared", rollouts=1)
         config["tasks_dir"] = str(SUITE / "suite" / "tasks")
-        config["evaluation"] = {"enabled": True, "evaluator_version": "2026.12.2",
+        config["evaluation"] = {"enabled": True, "evaluator_version": "2026.12.3",
                                 "gold_cache": str(SUITE / "gold-cache")}
         config["rollouts"][0].update(task_id=TASK, provider_options={
             "script": str(SUITE / "suite" / "tasks" / TASK / "solution.librecad.jsonl")})
