@@ -1,8 +1,10 @@
 """Attempts a cheating or careless agent could make, found by a red-team review of the scorer:
 the value a dimension shows is what the drawing states; a radius dimension is not a diameter
 dimension; an invisible entity is not drawn; a circle tilted out of the drawing plane is not a
-circle in plan. Each attack edits the shipped gold drawing of a suite task and goes through the
-public evaluation, as an attempt would."""
+circle in plan; a text centred (right-justified, top-aligned) on the required start point is
+not text starting there, while FIT and ALIGNED text running from it is. Each attack edits the
+shipped gold drawing of a suite task and goes through the public evaluation, as an attempt
+would."""
 
 from __future__ import annotations
 
@@ -208,3 +210,40 @@ def test_an_associative_array_as_autocad_stores_it_is_the_array_drawn(tmp_path: 
 def test_the_same_array_in_a_named_block_is_still_a_block_nobody_asked_for(tmp_path: Path) -> None:
     score, passed = _score(tmp_path, "edit-polar-array-s2026-00", _as_array("HOLES_ARRAY"))
     assert not passed and score < 0.95
+
+
+def _justify(halign: int, valign: int = 0, *, at_natural_end: bool = False) -> Callable[[Any], None]:
+    """Every text given this justification. Its alignment point is the required start point, or
+    with ``at_natural_end`` the end of the text's own width from there (ALIGNED and FIT run
+    between the two points, so the text is then drawn exactly where the left-justified one is)."""
+    from ezdxf.fonts import fonts
+
+    def edit(doc: Any) -> None:
+        texts = list(doc.modelspace().query("TEXT"))
+        assert len(texts) == 2
+        for text in texts:
+            x, y, _ = text.dxf.insert
+            width = fonts.make_font("txt", text.dxf.height).text_width(text.dxf.text) if at_natural_end else 0.0
+            text.dxf.halign, text.dxf.valign = halign, valign
+            text.dxf.align_point = (x + width, y)
+    return edit
+
+
+@pytest.mark.parametrize(("name", "halign"), [("fit", 5), ("aligned", 3)])
+def test_text_fitted_between_its_start_and_its_end_is_the_left_justified_text(
+        tmp_path: Path, name: str, halign: int) -> None:
+    assert _score(tmp_path, "anno-text-title", _justify(halign, at_natural_end=True)) == (1.0, True), name
+
+
+@pytest.mark.parametrize(("name", "halign", "valign"), [
+    ("centred on the start point", 1, 0),
+    ("ending at the start point", 2, 0),
+    ("its middle at the start point", 4, 0),
+    ("hanging below the start point", 0, 3),
+])
+def test_text_justified_to_another_point_of_it_is_not_where_asked(
+        tmp_path: Path, name: str, halign: int, valign: int) -> None:
+    # The prompt asks for text starting at the point; a text whose centre (end, top) is there
+    # is drawn somewhere else, whatever its insertion point says.
+    score, passed = _score(tmp_path, "anno-text-title", _justify(halign, valign))
+    assert not passed and score < 0.95, name

@@ -654,7 +654,10 @@ class _Extractor:
         if kind == "TEXT" or kind == "ATTRIB":
             self._check_text(dxf.get("text", ""))
             insert = e.ocs().to_wcs(dxf.insert)
-            if dxf.get("halign", 0) or dxf.get("valign", 0):
+            # Justified text is placed by its alignment point, except ALIGNED (3) and FIT (5):
+            # their baseline runs from the insertion point to the alignment point, so the text
+            # starts where a left-justified one would.
+            if (dxf.get("halign", 0) or dxf.get("valign", 0)) and dxf.get("halign", 0) not in (3, 5):
                 align = dxf.get("align_point")
                 if align is not None:
                     insert = e.ocs().to_wcs(align)
@@ -664,6 +667,8 @@ class _Extractor:
                 insert=_p2(insert),
                 height=_round(dxf.get("height", 0.0)),
                 rotation=_round(dxf.get("rotation", 0.0)),
+                halign=int(dxf.get("halign", 0)),
+                valign=int(dxf.get("valign", 0)),
                 **common,
             )
         if kind == "MTEXT":

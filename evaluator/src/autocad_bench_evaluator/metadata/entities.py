@@ -121,6 +121,12 @@ class TextEntity(_EntityBase):
     insert: Point
     height: float = 0.0
     rotation: float = 0.0
+    halign: int = 0
+    """TEXT and ATTRIB justification, DXF group 72 (0 left, 1 centre, 2 right, 3 aligned,
+    4 middle, 5 fit); ``insert`` is then the point the text is placed by (see the reader).
+    MTEXT keeps 0."""
+    valign: int = 0
+    """TEXT and ATTRIB vertical justification, DXF group 73 (0 baseline, 1 bottom, 2 middle, 3 top)."""
 
 
 class HatchEntity(_EntityBase):

@@ -54,11 +54,13 @@ size (``tolerance.relative_size`` is ignored):
   boundary within ``tol``), and the fill: solid fill versus pattern, and the pattern name. A
   hatch with the wrong fill is half a match (one defect); an extra hatch is an extra item.
 * block references: block name, insertion point within ``tol``, scale factors within
-  :data:`SCALE_TOLERANCE`, rotation within :data:`ANGLE_TOLERANCE_DEG`.
+  :data:`SCALE_TOLERANCE`, rotation within :data:`ANGLE_TOLERANCE_DEG` modulo the block's
+  rotational symmetry (:mod:`~autocad_bench_evaluator.scoring.symmetry`).
 * texts (``text``): content (case and whitespace folded; a different text earns half its
-  difflib ratio), insertion point within ``tol``, height within ``min(tol, 10% of the gold
-  height)``, rotation within :data:`ANGLE_TOLERANCE_DEG`. The right words placed, sized or
-  turned wrong are half a match.
+  difflib ratio), insertion point within ``tol`` and anchored alike (the start of the baseline,
+  or the same justification: :func:`~autocad_bench_evaluator.scoring.items.text_anchor`),
+  height within ``min(tol, 10% of the gold height)``, rotation within
+  :data:`ANGLE_TOLERANCE_DEG`. The right words placed, sized or turned wrong are half a match.
 * ``dimensions``: DIMENSION measurements (lengths within ``tol``, angles within
   :data:`ANGLE_TOLERANCE_DEG`) of the same family (length, diameter, angle) with the measured
   points within ``tol`` (the right value on the wrong feature is half a match); plus the

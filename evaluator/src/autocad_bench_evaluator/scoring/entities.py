@@ -90,8 +90,11 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
             np.abs(gs[:, 0][:, None] - cs[:, 0][None, :]) / stol[:, 0][:, None],
             np.abs(gs[:, 1][:, None] - cs[:, 1][None, :]) / stol[:, 1][:, None],
         )
-        dr = np.abs(gs[:, 2][:, None] - cs[:, 2][None, :]) % 360.0
-        dr = np.minimum(dr, 360.0 - dr) / ANGLE_TOLERANCE_DEG
+        # Rotation modulo the block's symmetry period when both drawings' blocks have the same
+        # one (a bolt symbol at 90 degrees draws what it draws at 0), else modulo a full turn.
+        period = np.where(gs[:, 3][:, None] == cs[:, 3][None, :], gs[:, 3][:, None], 360.0)
+        dr = np.abs(gs[:, 2][:, None] - cs[:, 2][None, :]) % period
+        dr = np.minimum(dr, period - dr) / ANGLE_TOLERANCE_DEG
         gl = np.asarray(g.labels, dtype=object)[gi]
         cl = np.asarray(c.labels, dtype=object)[ci]
         factor = (gl[:, None] == cl[None, :]).astype(float)

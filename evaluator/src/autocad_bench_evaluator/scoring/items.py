@@ -46,12 +46,23 @@ from autocad_bench_evaluator.metadata import (
     TextEntity,
     ellipse_points,
 )
+from autocad_bench_evaluator.scoring.symmetry import rotation_period
 from autocad_bench_evaluator.spec import ScoringSpec, Tolerance
 
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 
 _MAX_SNAP_PAIRS = 400_000
+
+
+def text_anchor(e: TextEntity) -> float:
+    """What a text's ``insert`` is the point of, as a number to compare: 0 for the start of the
+    baseline (left-justified TEXT, ALIGNED and FIT, which run from there, and MTEXT, whose
+    attachment is not judged), else a code of the justification (the centre, the right end,
+    the top ... of the text). The same point with another anchor is text somewhere else."""
+    if e.source == "MTEXT" or (e.valign == 0 and e.halign in (0, 3, 5)):
+        return 0.0
+    return float(1 + e.halign + 10 * e.valign)
 
 
 def _norm_layer(name: str) -> str:
@@ -143,6 +154,7 @@ class _Builder:
         self.chain_edges: list[tuple[Point, Point, list[Point]]] = []
         self.layers: set[str] = set()
         self.extent_points: list[Point] = []
+        self._periods: dict[tuple[str, tuple[float, float, float]], float] = {}
 
     # geometry --------------------------------------------------------------------------
 
@@ -218,7 +230,9 @@ class _Builder:
         if isinstance(e, TextEntity):
             content = normalize_text(e.content)
             if content:
-                self.texts.append(([e.insert[0], e.insert[1]], [e.height, e.rotation % 360.0], layer, content))
+                self.texts.append(
+                    ([e.insert[0], e.insert[1]], [e.height, e.rotation % 360.0, text_anchor(e)], layer, content)
+                )
                 self.layers.add(layer)
             return
         before = sum(len(v) for v in self.rows.values()) + len(self.profiles)
@@ -273,10 +287,16 @@ class _Builder:
     def entity(self, e: Entity) -> None:
         if isinstance(e, InsertEntity):
             layer = _norm_layer(e.layer)
+            # A turn by the block's own symmetry draws the same thing (see ``symmetry``); one
+            # block at one scale has one period, however often it is inserted.
+            key = (e.block.casefold(), e.scale)
+            period = self._periods.get(key)
+            if period is None:
+                period = self._periods[key] = rotation_period(e, self.tol.geometric)
             self.rows["insert"].append(
                 (
                     [e.insert[0], e.insert[1]],
-                    [e.scale[0], e.scale[1], e.rotation % 360.0],
+                    [e.scale[0], e.scale[1], e.rotation % 360.0, period],
                     layer,
                     e.block.casefold(),
                 )
@@ -457,7 +477,7 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
         "point": _kind(rows["point"], 2, 0),
         "curve": _kind(rows["curve"], 2, 1),
         "hatch": _kind(rows["hatch"], 2, 5),
-        "insert": _kind(rows["insert"], 2, 3),
+        "insert": _kind(rows["insert"], 2, 4),
     }
     kinds["curve"].curves = builder.curves
     circles = kinds["circle"]
@@ -472,7 +492,7 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
     }
     return _Side(
         kinds=kinds,
-        texts=_kind(builder.texts, 2, 2),
+        texts=_kind(builder.texts, 2, 3),
         dims=_kind(builder.dims, 4, 3),
         profiles=_kind(builder.profiles, 2, 2),
         circles_for_holes=holes,

@@ -1,5 +1,6 @@
 """The ``text`` component: texts matched on content (case and whitespace folded, a different
-text earning half its difflib ratio), insertion point, height and rotation."""
+text earning half its difflib ratio), insertion point and what it anchors (the start of the
+baseline, the centre ...), height and rotation."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
     turn = np.abs(gr[:, None] - cr[None, :]) % 360.0
     rot_err = np.minimum(turn, 360.0 - turn) / ANGLE_TOLERANCE_DEG
     err = np.maximum(np.maximum(pos_err, height_err), rot_err)
+    # The point of a centred or right-justified text is not where a left-justified one starts:
+    # the same point with another anchor (see ``text_anchor``) is text in another place.
+    anchored = gt.size[:, 2][:, None] == ct.size[ci, 2][None, :]
+    err = np.where(anchored, err, np.maximum(err, 1.0 + 2 * CREDIT_FALLOFF))
     # the right words in the wrong place, size or direction are half a text
     credit = content * (0.5 + 0.5 * _credit(err))
     match = _assign(credit, err, _layer_diff(gt, ct, gi, ci))

@@ -1,0 +1,122 @@
+"""A block reference turned by its block's own symmetry draws the same thing and scores as the
+gold; a turn the block does not have, or a block without that symmetry, still fails. The
+period itself is checked on hand-made blocks and, as a property, on motifs repeated n times."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ezdxf
+import pytest
+from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
+from autocad_bench_evaluator.metadata import (
+    ArcEntity,
+    CircleEntity,
+    InsertEntity,
+    LineEntity,
+    PolylineEntity,
+    TextEntity,
+)
+from autocad_bench_evaluator.scoring.symmetry import rotation_period
+from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TASK = "anno-block-bolts"
+
+
+def _score(tmp_path: Path, edit: Callable[[Any], None]) -> tuple[float, bool]:
+    doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / TASK / "gold.dxf")
+    edit(doc)
+    path = tmp_path / "attempt.dxf"
+    doc.saveas(path)
+    outcome = evaluate(path, TASK, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
+    assert outcome.state is EvaluationState.DONE, outcome.error
+    assert outcome.report is not None
+    return outcome.report.score, outcome.report.passed
+
+
+def _rotate_inserts(angle: float) -> Callable[[Any], None]:
+    def edit(doc: Any) -> None:
+        inserts = list(doc.modelspace().query("INSERT"))
+        assert len(inserts) == 4
+        for insert in inserts:
+            insert.dxf.rotation = angle
+    return edit
+
+
+@pytest.mark.parametrize("angle", [90.0, 180.0, 270.0, -90.0, 89.8])
+def test_a_symmetric_block_turned_by_its_symmetry_passes(tmp_path: Path, angle: float) -> None:
+    # The bolt symbol (a circle and two crossing centre lines) looks the same every quarter turn,
+    # and the prompt states no rotation.
+    assert _score(tmp_path, _rotate_inserts(angle)) == (1.0, True)
+
+
+@pytest.mark.parametrize("angle", [45.0, 30.0, 91.0])
+def test_a_turn_the_block_does_not_have_fails(tmp_path: Path, angle: float) -> None:
+    score, passed = _score(tmp_path, _rotate_inserts(angle))
+    assert not passed and score < 0.95
+
+
+def test_a_block_made_asymmetric_and_turned_fails(tmp_path: Path) -> None:
+    def edit(doc: Any) -> None:
+        # a tick on one arm: the block now only looks the same after a full turn
+        doc.blocks.get("BOLT_M10").add_line((8, 0), (8, 3))
+        _rotate_inserts(90.0)(doc)
+
+    score, passed = _score(tmp_path, edit)
+    assert not passed and score < 0.95
+
+
+def _insert(*items: Any, at: tuple[float, float] = (10.0, 20.0)) -> InsertEntity:
+    return InsertEntity(block="B", insert=at, exploded=tuple(items))
+
+
+def _line(a: tuple[float, float], b: tuple[float, float], at: tuple[float, float] = (10.0, 20.0)) -> LineEntity:
+    return LineEntity(start=(a[0] + at[0], a[1] + at[1]), end=(b[0] + at[0], b[1] + at[1]))
+
+
+def test_periods_of_hand_made_blocks() -> None:
+    cross = [_line((-8, 0), (8, 0)), _line((0, -8), (0, 8)), CircleEntity(center=(10, 20), radius=5)]
+    assert rotation_period(_insert(*cross), 1e-6) == 90.0
+    assert rotation_period(_insert(*cross, _line((8, 0), (8, 3))), 1e-6) == 360.0
+    rectangle = PolylineEntity(vertices=((0, 10), (40, 10), (40, 30), (0, 30)), closed=True)
+    assert rotation_period(InsertEntity(block="R", insert=(20, 20), exploded=(rectangle,)), 1e-6) == 180.0
+    square = PolylineEntity(vertices=((0, 0), (40, 0), (40, 40), (0, 40)), closed=True)
+    assert rotation_period(InsertEntity(block="S", insert=(20, 20), exploded=(square,)), 1e-6) == 90.0
+    hexagon = PolylineEntity(vertices=tuple((10 * math.cos(math.radians(60 * k)), 10 * math.sin(math.radians(60 * k)))
+                                            for k in range(6)), closed=True)
+    assert rotation_period(InsertEntity(block="H", insert=(0, 0), exploded=(hexagon,)), 1e-6) == 60.0
+    # an arc keeps its direction: a half circle is not symmetric, two opposite halves are
+    upper = ArcEntity(center=(10, 20), radius=5, start_angle=0, end_angle=180)
+    lower = ArcEntity(center=(10, 20), radius=5, start_angle=180, end_angle=360)
+    assert rotation_period(_insert(upper), 1e-6) == 360.0
+    assert rotation_period(_insert(upper, lower), 1e-6) == 180.0
+    # a circle off the insertion point is no symmetry about it
+    assert rotation_period(_insert(CircleEntity(center=(15, 20), radius=2)), 1e-6) == 360.0
+    # what cannot be examined is not assumed symmetric
+    label = TextEntity(content="M10", insert=(10, 20), height=2.5)
+    assert rotation_period(_insert(*cross, label), 1e-6) == 360.0
+    assert rotation_period(_insert(), 1e-6) == 360.0
+
+
+coordinate = st.floats(min_value=-50, max_value=50, allow_nan=False).map(lambda v: round(v, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(motif=st.lists(st.tuples(coordinate, coordinate, coordinate, coordinate), min_size=1, max_size=6),
+       order=st.sampled_from([2, 3, 4, 6, 8]))
+def test_a_motif_repeated_n_times_has_a_period_dividing_its_turn(
+        motif: list[tuple[float, float, float, float]], order: int) -> None:
+    lines = []
+    for k in range(order):
+        c, s = math.cos(2 * math.pi * k / order), math.sin(2 * math.pi * k / order)
+        for x1, y1, x2, y2 in motif:
+            lines.append(_line((c * x1 - s * y1, s * x1 + c * y1), (c * x2 - s * y2, s * x2 + c * y2)))
+    period = rotation_period(_insert(*lines), 1e-6)
+    turn = 360.0 / order
+    assert period <= turn + 1e-9
+    assert math.isclose(turn / period, round(turn / period), abs_tol=1e-9)
