@@ -433,6 +433,41 @@ def test_a_restart_that_dies_before_it_moves_a_closed_attempt_restarts_it_and_co
     assert code == 0
 
 
+def test_a_restart_that_dies_right_after_closing_the_attempt_still_restarts_it_and_counts_it_once(
+        pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import autocad_bench.controller.resume as resume_module
+
+    out = run(pool, [("r-a", LINE_AND_CIRCLE)])
+    batch_id = state(out)["batch_id"]
+    _launched_never_reached_the_model(out, "r-a")
+    close = resume_module.close_from_checkpoint
+
+    def close_then_die(*args: Any, **kwargs: Any) -> None:
+        close(*args, **kwargs)
+        raise SystemExit("killed after the attempt was closed, before its restart was recorded")
+
+    # The first resume closes the attempt (its result written, the rollout recorded failed with
+    # its spend) and dies before it records the attempt as an earlier one and queues the next.
+    with monkeypatch.context() as patch, pytest.raises(SystemExit):
+        patch.setattr(resume_module, "close_from_checkpoint", close_then_die)
+        resume(out)
+    closed = row(out, "r-a")
+    assert (closed["state"], closed["failure_class"], closed["earlier_attempts"]) == ("failed", "infrastructure_lost", [])
+
+    plan, code = resume(out)
+
+    # The restart is still owed: planned as "failed", a rollout that never reached the model
+    # would end failed for a crash of the controller that was restarting it.
+    assert [(e.action, e.reason.split(";")[0]) for e in plan.entries] == [
+        ("restart", "closed by an earlier resume that died before it could restart it")]
+    entry = row(out, "r-a")
+    (recorded,) = entry["earlier_attempts"]
+    assert (recorded["attempt_id"], recorded["failure_class"]) == (f"{batch_id}.r-a.1", "infrastructure_lost")
+    assert recorded["infrastructure_cost_usd"] == closed["infrastructure_cost_usd"]
+    assert (entry["state"], entry["attempt_id"], entry["failure_class"]) == ("done", f"{batch_id}.r-a.2", None)
+    assert code == 0
+
+
 def test_a_rollout_recorded_failed_whose_pilot_then_completed_is_recorded_done(pool: Pool) -> None:
     out = run(pool, [("r-a", LINE_AND_CIRCLE)])
     # The stop closed it as failed; its pilot outlived the stop and wrote its own (completed) result.

@@ -44,6 +44,8 @@ from autocad_bench.models import JsonObject, StrictModel
 from autocad_bench.plugins import PluginHandle, PluginHost
 
 ResumeAction = Literal["complete", "evaluate", "failed", "resume", "start", "restart", "lost"]
+CLOSED_TO_RESTART = "closed to restart: "
+"""How the ``failure_detail`` of an attempt that resume closed on its way to a restart begins."""
 LOST_NOTE = ("; execute closes it as failed (infrastructure_lost) with the spend its checkpoint recorded, "
              "and --rerun-failed-from RUN --failure-class infrastructure_lost runs it again")
 TERMINAL_STATES = ("done", "failed")
@@ -135,6 +137,14 @@ def plan_resume(batch_dir: Path, host: PluginHost) -> ResumePlan:
         if result is not None and result.failure_class == FailureClass.INTERRUPTED:
             entries.append(ResumePlanEntry(**base, action="restart", reason=(
                 f"stopped by the operator before it finished ({result.failure_detail})" + RESTART_NOTE)))
+            continue
+        if result is not None and result.failure_class == FailureClass.INFRASTRUCTURE_LOST \
+                and result.failure_detail.startswith(CLOSED_TO_RESTART):
+            # An earlier resume closed this attempt on its way to restarting it and died before
+            # it recorded the restart: the restart is still owed, the closed attempt's spend
+            # goes on record once (as an earlier attempt) when it runs.
+            entries.append(ResumePlanEntry(**base, action="restart", reason=(
+                "closed by an earlier resume that died before it could restart it" + RESTART_NOTE)))
             continue
         if result is not None:
             action: ResumeAction = "complete" if result.status == "completed" else "failed"
@@ -344,7 +354,14 @@ def _restart(runner: BatchRunner, batch_dir: Path, entry: ResumePlanEntry, state
     """
     paths = BatchPaths(batch_dir).rollout(entry.rollout_id)
     if _result(paths) is None and paths.root.exists():
-        _close_lost(runner, batch_dir, entry, state)  # caught in flight: give the attempt its end first
+        # Caught in flight: give the attempt its end first. Without a stop on record the end
+        # says it was closed to restart, so that a resume dying before the restart is
+        # recorded still plans the restart (a plain infrastructure_lost is never rerun).
+        if state.interruption is not None:
+            _close_lost(runner, batch_dir, entry, state)
+        else:
+            close_from_checkpoint(runner, entry.rollout_id, FailureClass.INFRASTRUCTURE_LOST,
+                                  CLOSED_TO_RESTART + entry.reason)
     result = _result(paths)
     rollout = runner.store.entry(entry.rollout_id)
     if result is not None and not any(a.attempt_id == result.attempt_id for a in rollout.earlier_attempts):
