@@ -247,3 +247,31 @@ def test_text_justified_to_another_point_of_it_is_not_where_asked(
     # is drawn somewhere else, whatever its insertion point says.
     score, passed = _score(tmp_path, "anno-text-title", _justify(halign, valign))
     assert not passed and score < 0.95, name
+
+
+def _radial_override(radius_text: str, diameter_text: str) -> Callable[[Any], None]:
+    """Override the texts of the radial task's radius (R40) and diameter (Ø50) dimensions."""
+    def edit(doc: Any) -> None:
+        for dim in _dimensions(doc):
+            dim.dxf.text = radius_text if dim.dimtype == 4 else diameter_text
+    return edit
+
+
+@pytest.mark.parametrize(("name", "radius_text", "diameter_text"), [
+    ("a count before the sign", "4X R40", "2x %%c50"),
+    ("a count and a note", "2 x R40 TYP.", "2X \u00d850 THRU"),
+    ("the signs alone", "R40", "%%c50"),
+])
+def test_a_radial_dimension_shows_the_size_after_its_sign_whatever_comes_before(
+        tmp_path: Path, name: str, radius_text: str, diameter_text: str) -> None:
+    assert _score(tmp_path, "anno-dim-radial", _radial_override(radius_text, diameter_text)) == (1.0, True), name
+
+
+@pytest.mark.parametrize(("name", "radius_text", "diameter_text"), [
+    ("a count of the right size's number", "40X R2", "50x %%c3"),
+    ("the wrong size after the sign", "4X R45", "2x %%c55"),
+])
+def test_a_radial_dimension_whose_sign_shows_another_size_fails(
+        tmp_path: Path, name: str, radius_text: str, diameter_text: str) -> None:
+    score, passed = _score(tmp_path, "anno-dim-radial", _radial_override(radius_text, diameter_text))
+    assert not passed and score < 0.95, name

@@ -173,16 +173,20 @@ def _read(
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
+_MARKED_NUMBER = re.compile(r"(?<![A-Za-z])[\u00d8\u00f8\u2300R]\s*(\d+(?:[.,]\d*)?|[.,]\d+)")
+"""A number right after a diameter sign (``%%c`` reads as Ø) or a radius R: the feature's size,
+whatever comes before it ("2x Ø10" is two holes of 10)."""
 
 
 def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
     """The value a dimension shows, which is what a drawing states (``None``: none shown).
 
     The measured value scaled by the style's linear factor (``DIMLFAC``, not for angles) where
-    the text is the measurement (no override, or ``<>`` inside one); otherwise the first
-    number of the override text ("120", "Ø80", "R25 mm"), or none when the override shows no
-    number (a word, or a single space, which hides the text). A dimension whose text says 999
-    over a 120 mm span states 999, not 120.
+    the text is the measurement (no override, or ``<>`` inside one); otherwise the number after
+    a diameter sign or an R in the override text ("Ø80", "2x Ø10", "R25 mm"), else its first
+    number ("120", "2 x 45°"), or none when the override shows no number (a word, or a single
+    space, which hides the text). A dimension whose text says 999 over a 120 mm span states
+    999, not 120.
     """
     factor = 1.0
     if dimtype not in ("angular", "angular3p"):
@@ -198,10 +202,14 @@ def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
     from ezdxf.tools.text import plain_mtext, plain_text
 
     shown = plain_text(str(plain_mtext(decode_escapes(override), split=False)))
-    found = _NUMBER.search(shown)
+    marked = _MARKED_NUMBER.search(shown)
+    found = marked.group(1) if marked else None
+    if found is None:
+        first = _NUMBER.search(shown)
+        found = first.group(0) if first else None
     if found is None:
         return None
-    value = float(found.group(0).replace(",", "."))
+    value = float(found.replace(",", "."))
     return _round(value) if math.isfinite(value) else None
 
 
