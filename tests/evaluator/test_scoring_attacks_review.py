@@ -275,3 +275,71 @@ def test_a_radial_dimension_whose_sign_shows_another_size_fails(
         tmp_path: Path, name: str, radius_text: str, diameter_text: str) -> None:
     score, passed = _score(tmp_path, "anno-dim-radial", _radial_override(radius_text, diameter_text))
     assert not passed and score < 0.95, name
+
+
+def _each_text(change: Callable[[Any], None]) -> Callable[[Any], None]:
+    def edit(doc: Any) -> None:
+        texts = list(doc.modelspace().query("TEXT"))
+        assert len(texts) == 2
+        for text in texts:
+            change(text)
+    return edit
+
+
+def _run_to(halign: int, dx: float, dy: float) -> Callable[[Any], None]:
+    """ALIGNED or FIT from the required start point to a point ``(dx, dy)`` away."""
+    def change(text: Any) -> None:
+        x, y, _ = text.dxf.insert
+        text.dxf.halign = halign
+        text.dxf.align_point = (x + dx, y + dy)
+    return change
+
+
+def _seen_from_below(text: Any) -> None:
+    x, y, z = text.dxf.insert
+    text.dxf.extrusion = (0, 0, -1)
+    text.dxf.insert = (-x, y, z)  # the same point in the mirrored coordinate system
+
+
+@pytest.mark.parametrize(("name", "change"), [
+    ("FIT stretched 500 mm long", _run_to(5, 500, 0)),
+    ("ALIGNED run 500 mm long (drawn 55 mm tall)", _run_to(3, 500, 0)),
+    ("FIT run straight up", _run_to(5, 0, 200)),
+    ("FIT run backwards", _run_to(5, -100, 0)),
+    ("ALIGNED squeezed to a thousandth of a millimetre", _run_to(3, 0.001, 0)),
+    ("ten times as wide", lambda text: setattr(text.dxf, "width", 10.0)),
+    ("half again as wide", lambda text: setattr(text.dxf, "width", 1.5)),
+    ("drawn backwards", lambda text: setattr(text.dxf, "text_generation_flag", 2)),
+    ("drawn upside down", lambda text: setattr(text.dxf, "text_generation_flag", 4)),
+    ("seen from below (mirrored)", _seen_from_below),
+])
+def test_text_drawn_out_of_shape_is_not_the_text_asked_for(
+        tmp_path: Path, name: str, change: Callable[[Any], None]) -> None:
+    score, passed = _score(tmp_path, "anno-text-title", _each_text(change))
+    assert not passed and score < 0.95, name
+
+
+def test_a_text_a_little_wider_is_still_the_text(tmp_path: Path) -> None:
+    assert _score(tmp_path, "anno-text-title", _each_text(lambda text: setattr(text.dxf, "width", 1.2))) == (1.0, True)
+
+
+@pytest.mark.parametrize(("name", "radius_text", "diameter_text"), [
+    ("no space after the count", "4XR40", "2x%%c50"),
+    ("the count on a line of its own", "2 PLCS\\PR40", "2 HOLES\\P%%c50"),
+    ("AutoCAD's unicode diameter sign", "R40", "2X \\U+220550"),
+    ("ISO and JIS diameter signs", "4-R40", "2-\u03a650"),
+    ("the size shown by the other sign", "%%c80", "R25"),
+])
+def test_more_ways_to_show_the_right_radial_size_pass(
+        tmp_path: Path, name: str, radius_text: str, diameter_text: str) -> None:
+    assert _score(tmp_path, "anno-dim-radial", _radial_override(radius_text, diameter_text)) == (1.0, True), name
+
+
+@pytest.mark.parametrize(("name", "radius_text", "diameter_text"), [
+    ("no space after a count of the right number", "40XR2", "50X%%c3"),
+    ("the right number under the other sign", "%%c40", "R50"),
+])
+def test_more_ways_to_show_a_wrong_radial_size_fail(
+        tmp_path: Path, name: str, radius_text: str, diameter_text: str) -> None:
+    score, passed = _score(tmp_path, "anno-dim-radial", _radial_override(radius_text, diameter_text))
+    assert not passed and score < 0.95, name

@@ -120,3 +120,13 @@ def test_a_motif_repeated_n_times_has_a_period_dividing_its_turn(
     turn = 360.0 / order
     assert period <= turn + 1e-9
     assert math.isclose(turn / period, round(turn / period), abs_tol=1e-9)
+
+
+def test_a_block_drawn_a_little_off_symmetric_within_tolerance_still_turns(tmp_path: Path) -> None:
+    def edit(doc: Any) -> None:
+        circle = doc.blocks.get("BOLT_M10").query("CIRCLE")[0]
+        x, y, z = circle.dxf.center
+        circle.dxf.center = (x + 0.3, y, z)  # within the 0.5 mm tolerance, wherever it turns
+        _rotate_inserts(90.0)(doc)
+
+    assert _score(tmp_path, edit) == (1.0, True)

@@ -172,10 +172,17 @@ def _read(
     return metadata.model_copy(update={"reading": reading})
 
 
+FIT_RUN_BOUNDS = (0.3, 1.5)
+"""How long an ALIGNED or FIT text's run may be against ``characters x height`` and still be
+read as its natural width (proportional fonts run 0.5 to 1 times that; the bounds leave room)."""
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
-_MARKED_NUMBER = re.compile(r"(?<![A-Za-z])[\u00d8\u00f8\u2300R]\s*(\d+(?:[.,]\d*)?|[.,]\d+)")
-"""A number right after a diameter sign (``%%c`` reads as Ø) or a radius R: the feature's size,
-whatever comes before it ("2x Ø10" is two holes of 10)."""
+_MARKED_NUMBER = re.compile(
+    r"(?:(?P<diameter>[\u00d8\u00f8\u2300\u2205\u03a6\u03c6]|(?<![A-Za-z])DIA\.?)|(?<![A-WYZa-wyz])(?P<radius>R))"
+    r"\s*(?P<number>\d+(?:[.,]\d*)?|[.,]\d+)"
+)
+"""A number right after a diameter sign (Ø, ``%%c`` as AutoCAD writes it, ⌀, ∅, Φ, DIA) or a
+radius R: the feature's size, whatever comes before it ("2x Ø10" and "2XØ10" are two holes of
+10; an R or DIA inside a word is no sign, except after the x of a count)."""
 
 
 def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
@@ -183,7 +190,8 @@ def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
 
     The measured value scaled by the style's linear factor (``DIMLFAC``, not for angles) where
     the text is the measurement (no override, or ``<>`` inside one); otherwise the number after
-    a diameter sign or an R in the override text ("Ø80", "2x Ø10", "R25 mm"), else its first
+    a diameter sign or an R in the override text ("Ø80", "2x Ø10", "R25 mm"; a diameter shown
+    on a radius dimension is halved, a radius on a diameter dimension doubled), else its first
     number ("120", "2 x 45°"), or none when the override shows no number (a word, or a single
     space, which hides the text). A dimension whose text says 999 over a 120 mm span states
     999, not 120.
@@ -201,15 +209,22 @@ def _displayed_value(e: Any, dimtype: str, measured: float) -> float | None:
         return _round(measured * factor)
     from ezdxf.tools.text import plain_mtext, plain_text
 
-    shown = plain_text(str(plain_mtext(decode_escapes(override), split=False)))
+    # A line break (\P) separates words: "2 HOLES\PØ50" is not "HOLESØ50".
+    shown = plain_text(str(plain_mtext(decode_escapes(override), split=False)).replace("\n", " "))
     marked = _MARKED_NUMBER.search(shown)
-    found = marked.group(1) if marked else None
-    if found is None:
-        first = _NUMBER.search(shown)
-        found = first.group(0) if first else None
-    if found is None:
+    if marked is not None:
+        value = float(marked.group("number").replace(",", "."))
+        # The sign says what the number is: Ø40 on a radius dimension shows a radius of 20,
+        # R50 on a diameter dimension a diameter of 100.
+        if marked.group("diameter") is not None and dimtype == "radius":
+            value /= 2.0
+        elif marked.group("radius") is not None and dimtype == "diameter":
+            value *= 2.0
+        return _round(value) if math.isfinite(value) else None
+    first = _NUMBER.search(shown)
+    if first is None:
         return None
-    value = float(found.replace(",", "."))
+    value = float(first.group(0).replace(",", "."))
     return _round(value) if math.isfinite(value) else None
 
 
@@ -661,24 +676,7 @@ class _Extractor:
             return PointEntity(location=_p2(dxf.location), **common)
         if kind == "TEXT" or kind == "ATTRIB":
             self._check_text(dxf.get("text", ""))
-            insert = e.ocs().to_wcs(dxf.insert)
-            # Justified text is placed by its alignment point, except ALIGNED (3) and FIT (5):
-            # their baseline runs from the insertion point to the alignment point, so the text
-            # starts where a left-justified one would.
-            if (dxf.get("halign", 0) or dxf.get("valign", 0)) and dxf.get("halign", 0) not in (3, 5):
-                align = dxf.get("align_point")
-                if align is not None:
-                    insert = e.ocs().to_wcs(align)
-            return TextEntity(
-                source=kind,
-                content=_text_content(dxf.get("text", "")),
-                insert=_p2(insert),
-                height=_round(dxf.get("height", 0.0)),
-                rotation=_round(dxf.get("rotation", 0.0)),
-                halign=int(dxf.get("halign", 0)),
-                valign=int(dxf.get("valign", 0)),
-                **common,
-            )
+            return self._text(e, kind, common)
         if kind == "MTEXT":
             self._check_text(e.text)
             return TextEntity(
@@ -698,6 +696,53 @@ class _Extractor:
         if kind in _SOLID_TYPES:
             return self._solid(e, kind, common)
         return OtherEntity(source=kind, **common)
+
+    def _text(self, e: Any, kind: str, common: dict[str, Any]) -> TextEntity:
+        """A TEXT or ATTRIB where it is drawn: the point it is placed by, its direction, height,
+        stretch and mirroring.
+
+        Justified text is placed by its alignment point, except ALIGNED (3) and FIT (5): their
+        baseline runs from the insertion point to the alignment point, which fixes the text's
+        direction and length whatever its rotation field says. Such a text runs from where a
+        left-justified one starts; when the run is implausible for its characters (shorter
+        than :data:`FIT_RUN_BOUNDS` [0] or longer than [1] times a monospaced estimate of
+        ``characters x height``), it is stretched or squeezed out of shape and its width
+        factor says by how much.
+        """
+        dxf = e.dxf
+        ocs = e.ocs()
+        insert = ocs.to_wcs(dxf.insert)
+        halign, valign = int(dxf.get("halign", 0)), int(dxf.get("valign", 0))
+        content = _text_content(dxf.get("text", ""))
+        height = float(dxf.get("height", 0.0))
+        rotation = float(dxf.get("rotation", 0.0))
+        width = float(dxf.get("width", 1.0))
+        align = dxf.get("align_point")
+        if halign in (3, 5) and valign == 0 and align is not None:
+            end = ocs.to_wcs(align)
+            dx, dy = end[0] - insert[0], end[1] - insert[1]
+            run = math.hypot(dx, dy)
+            estimate = max(len(content), 1) * max(height, 1e-9)
+            rotation = math.degrees(math.atan2(dy, dx)) if run > 0 else rotation
+            low, high = FIT_RUN_BOUNDS
+            width = 1.0 if low <= run / estimate <= high else run / estimate
+        elif (halign or valign) and align is not None:
+            insert = ocs.to_wcs(align)
+        flags = int(dxf.get("text_generation_flag", 0)) & 6
+        if ocs.uz.z < 0:  # seen from below: the text reads backwards
+            flags ^= 2
+        return TextEntity(
+            source=kind,
+            content=content,
+            insert=_p2(insert),
+            height=_round(height),
+            rotation=_round(rotation % 360.0),
+            halign=halign,
+            valign=valign,
+            width_factor=_round(width) if math.isfinite(width) else 1.0,
+            mirrored=flags,
+            **common,
+        )
 
     def _check_text(self, text: object) -> None:
         # ezdxf's plain-text conversion grows quadratically with the length of one value

@@ -127,6 +127,11 @@ class TextEntity(_EntityBase):
     MTEXT keeps 0."""
     valign: int = 0
     """TEXT and ATTRIB vertical justification, DXF group 73 (0 baseline, 1 bottom, 2 middle, 3 top)."""
+    width_factor: float = 1.0
+    """How much wider than its font the text is drawn (DXF group 41; for an ALIGNED or FIT text
+    stretched out of shape, its run against its characters: see the reader). MTEXT keeps 1."""
+    mirrored: int = 0
+    """DXF group 71 bits as drawn: 2 backwards (also a text seen from below), 4 upside down."""
 
 
 class HatchEntity(_EntityBase):

@@ -58,8 +58,9 @@ size (``tolerance.relative_size`` is ignored):
   rotational symmetry (:mod:`~autocad_bench_evaluator.scoring.symmetry`).
 * texts (``text``): content (case and whitespace folded; a different text earns half its
   difflib ratio), insertion point within ``tol`` and anchored alike (the start of the baseline,
-  or the same justification: :func:`~autocad_bench_evaluator.scoring.items.text_anchor`),
-  height within ``min(tol, 10% of the gold height)``, rotation within
+  or the same justification, neither backwards nor upside down:
+  :func:`~autocad_bench_evaluator.scoring.items.text_anchor`), height within ``min(tol, 10%
+  of the gold height)``, width factor within :data:`TEXT_WIDTH_FRACTION`, rotation within
   :data:`ANGLE_TOLERANCE_DEG`. The right words placed, sized or turned wrong are half a match.
 * ``dimensions``: DIMENSION measurements (lengths within ``tol``, angles within
   :data:`ANGLE_TOLERANCE_DEG`) of the same family (length, diameter, angle) with the measured
@@ -118,6 +119,7 @@ from autocad_bench_evaluator.scoring.constants import (
     ROUND_DIGITS,
     SCALE_TOLERANCE,
     TEXT_HEIGHT_FRACTION,
+    TEXT_WIDTH_FRACTION,
 )
 from autocad_bench_evaluator.scoring.extents3d import (
     SOLID_SOURCES,
@@ -150,6 +152,7 @@ __all__ = [
     "SCALE_TOLERANCE",
     "SOLID_SOURCES",
     "TEXT_HEIGHT_FRACTION",
+    "TEXT_WIDTH_FRACTION",
     "ComponentScore",
     "ScoreReport",
     "hidden_layers",

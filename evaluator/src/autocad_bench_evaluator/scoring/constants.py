@@ -12,6 +12,8 @@ SCALE_TOLERANCE = 1e-3
 """Tolerance of a block reference's scale factors (unitless)."""
 TEXT_HEIGHT_FRACTION = 0.1
 """A text height agrees within ``min(tolerance.geometric, TEXT_HEIGHT_FRACTION * gold height)``."""
+TEXT_WIDTH_FRACTION = 0.25
+"""A text's width factor agrees within this fraction of the gold's (1 unless a prompt asks)."""
 CREDIT_FALLOFF = 0.5
 """Credit falls from 1 at a normalised error of 1 to 0 at ``1 + CREDIT_FALLOFF``."""
 DEFECT_COST = 0.1

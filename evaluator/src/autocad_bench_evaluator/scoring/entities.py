@@ -90,9 +90,11 @@ def _errors(tol: Tolerance) -> dict[str, ErrFn]:
             np.abs(gs[:, 0][:, None] - cs[:, 0][None, :]) / stol[:, 0][:, None],
             np.abs(gs[:, 1][:, None] - cs[:, 1][None, :]) / stol[:, 1][:, None],
         )
-        # Rotation modulo the block's symmetry period when both drawings' blocks have the same
-        # one (a bolt symbol at 90 degrees draws what it draws at 0), else modulo a full turn.
-        period = np.where(gs[:, 3][:, None] == cs[:, 3][None, :], gs[:, 3][:, None], 360.0)
+        # Rotation modulo the gold block's symmetry period (a bolt symbol at 90 degrees draws what
+        # it draws at 0). The candidate's own period is not asked: a block drawn a little off
+        # symmetric, within tolerance, is still the gold's, and what any block draws is compared
+        # item by item besides (its exploded contents), so an asymmetric one fails there.
+        period = np.broadcast_to(gs[:, 3][:, None], (len(gi), len(ci)))
         dr = np.abs(gs[:, 2][:, None] - cs[:, 2][None, :]) % period
         dr = np.minimum(dr, period - dr) / ANGLE_TOLERANCE_DEG
         gl = np.asarray(g.labels, dtype=object)[gi]

@@ -59,10 +59,12 @@ def text_anchor(e: TextEntity) -> float:
     """What a text's ``insert`` is the point of, as a number to compare: 0 for the start of the
     baseline (left-justified TEXT, ALIGNED and FIT, which run from there, and MTEXT, whose
     attachment is not judged), else a code of the justification (the centre, the right end,
-    the top ... of the text). The same point with another anchor is text somewhere else."""
+    the top ... of the text), plus a code for a text drawn backwards or upside down. The same
+    point with another anchor is text somewhere else."""
+    mirrored = 1000.0 * e.mirrored  # backwards or upside down: drawn across the point, not from it
     if e.source == "MTEXT" or (e.valign == 0 and e.halign in (0, 3, 5)):
-        return 0.0
-    return float(1 + e.halign + 10 * e.valign)
+        return mirrored
+    return mirrored + float(1 + e.halign + 10 * e.valign)
 
 
 def _norm_layer(name: str) -> str:
@@ -231,7 +233,8 @@ class _Builder:
             content = normalize_text(e.content)
             if content:
                 self.texts.append(
-                    ([e.insert[0], e.insert[1]], [e.height, e.rotation % 360.0, text_anchor(e)], layer, content)
+                    ([e.insert[0], e.insert[1]], [e.height, e.rotation % 360.0, text_anchor(e), e.width_factor],
+                     layer, content)
                 )
                 self.layers.add(layer)
             return
@@ -492,7 +495,7 @@ def _side(metadata: DrawingMetadata, spec: ScoringSpec) -> _Side:
     }
     return _Side(
         kinds=kinds,
-        texts=_kind(builder.texts, 2, 3),
+        texts=_kind(builder.texts, 2, 4),
         dims=_kind(builder.dims, 4, 3),
         profiles=_kind(builder.profiles, 2, 2),
         circles_for_holes=holes,

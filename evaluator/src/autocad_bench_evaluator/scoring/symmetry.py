@@ -4,7 +4,8 @@ unchanged.
 A prompt that asks for a block inserted at a point says nothing about its rotation when the
 block looks the same turned: a bolt symbol (a circle and two crossing centre lines) inserted at
 90 degrees draws exactly what it draws at 0. The ``entities`` component compares a reference's
-rotation modulo this period, so such an insert is not a wrong one. Only what is certain counts:
+rotation modulo the gold reference's period, so such an insert is not a wrong one (what the
+candidate's block draws is compared item by item besides). Only what is certain counts:
 a reference drawing anything but lines, circles, arcs, polylines and points, or more than
 :data:`MAX_ELEMENTS` of them, has the period of 360 degrees (no symmetry assumed).
 """

@@ -1,6 +1,6 @@
 """The ``text`` component: texts matched on content (case and whitespace folded, a different
 text earning half its difflib ratio), insertion point and what it anchors (the start of the
-baseline, the centre ...), height and rotation."""
+baseline, the centre ...; not backwards or upside down), height, width factor and rotation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import functools
 
 import numpy as np
 
-from autocad_bench_evaluator.scoring.constants import ANGLE_TOLERANCE_DEG, CREDIT_FALLOFF, TEXT_HEIGHT_FRACTION
+from autocad_bench_evaluator.scoring.constants import (
+    ANGLE_TOLERANCE_DEG,
+    CREDIT_FALLOFF,
+    TEXT_HEIGHT_FRACTION,
+    TEXT_WIDTH_FRACTION,
+)
 from autocad_bench_evaluator.scoring.items import _Side
 from autocad_bench_evaluator.scoring.matching import (
     _assign,
@@ -50,6 +55,9 @@ def _texts(g: _Side, c: _Side, tol: Tolerance) -> tuple[_Component, _Match]:
     turn = np.abs(gr[:, None] - cr[None, :]) % 360.0
     rot_err = np.minimum(turn, 360.0 - turn) / ANGLE_TOLERANCE_DEG
     err = np.maximum(np.maximum(pos_err, height_err), rot_err)
+    # Stretched or squeezed (width factor, or an ALIGNED/FIT run out of shape) is sized wrong.
+    gw, cw = gt.size[:, 3][:, None], ct.size[ci, 3][None, :]
+    err = np.maximum(err, np.abs(gw - cw) / np.maximum(TEXT_WIDTH_FRACTION * np.abs(gw), 1e-9))
     # The point of a centred or right-justified text is not where a left-justified one starts:
     # the same point with another anchor (see ``text_anchor``) is text in another place.
     anchored = gt.size[:, 2][:, None] == ct.size[ci, 2][None, :]
