@@ -452,7 +452,8 @@ def test_a_restart_that_dies_right_after_closing_the_attempt_still_restarts_it_a
         patch.setattr(resume_module, "close_from_checkpoint", close_then_die)
         resume(out)
     closed = row(out, "r-a")
-    assert (closed["state"], closed["failure_class"], closed["earlier_attempts"]) == ("failed", "infrastructure_lost", [])
+    assert (closed["state"], closed["failure_class"]) == ("failed", "infrastructure_lost")
+    assert closed["earlier_attempts"] == []
 
     plan, code = resume(out)
 
