@@ -90,6 +90,11 @@ def test_periods_of_hand_made_blocks() -> None:
     hexagon = PolylineEntity(vertices=tuple((10 * math.cos(math.radians(60 * k)), 10 * math.sin(math.radians(60 * k)))
                                             for k in range(6)), closed=True)
     assert rotation_period(InsertEntity(block="H", insert=(0, 0), exploded=(hexagon,)), 1e-6) == 60.0
+    for sides, period in ((10, 36.0), (16, 22.5), (7, 360.0)):  # seven is no order tried
+        polygon = PolylineEntity(vertices=tuple((10 * math.cos(2 * math.pi * k / sides),
+                                                 10 * math.sin(2 * math.pi * k / sides)) for k in range(sides)),
+                                 closed=True)
+        assert rotation_period(InsertEntity(block="P", insert=(0, 0), exploded=(polygon,)), 1e-6) == period, sides
     # an arc keeps its direction: a half circle is not symmetric, two opposite halves are
     upper = ArcEntity(center=(10, 20), radius=5, start_angle=0, end_angle=180)
     lower = ArcEntity(center=(10, 20), radius=5, start_angle=180, end_angle=360)
@@ -108,7 +113,7 @@ coordinate = st.floats(min_value=-50, max_value=50, allow_nan=False).map(lambda 
 
 @settings(max_examples=60, deadline=None)
 @given(motif=st.lists(st.tuples(coordinate, coordinate, coordinate, coordinate), min_size=1, max_size=6),
-       order=st.sampled_from([2, 3, 4, 6, 8]))
+       order=st.sampled_from([2, 3, 4, 5, 6, 8, 10, 12, 16, 24]))
 def test_a_motif_repeated_n_times_has_a_period_dividing_its_turn(
         motif: list[tuple[float, float, float, float]], order: int) -> None:
     lines = []

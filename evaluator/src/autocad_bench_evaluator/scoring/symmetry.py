@@ -30,7 +30,7 @@ from autocad_bench_evaluator.metadata import (
 MAX_ELEMENTS = 256
 """Larger blocks are not examined (their period is 360): the check is quadratic in elements."""
 
-ORDERS = (12, 8, 6, 5, 4, 3, 2)
+ORDERS = (24, 16, 12, 10, 8, 6, 5, 4, 3, 2)
 """Symmetry orders tried, largest first; the first that holds gives the period 360 / order."""
 
 Array = NDArray[np.float64]
