@@ -135,3 +135,65 @@ def test_a_block_drawn_a_little_off_symmetric_within_tolerance_still_turns(tmp_p
         _rotate_inserts(90.0)(doc)
 
     assert _score(tmp_path, edit) == (1.0, True)
+
+
+def _mirror_right_pair(doc: Any) -> None:
+    """The two bolts right of x = 100 placed as AutoCAD's MIRROR places them: mirror images of
+    the left pair about x = 100 (the reference gets a negative scale factor)."""
+    from ezdxf.math import Matrix44
+
+    mirror = Matrix44.translate(-100, 0, 0) @ Matrix44.scale(-1, 1, 1) @ Matrix44.translate(100, 0, 0)
+    mirrored = 0
+    for insert in doc.modelspace().query("INSERT"):
+        x, y, _ = insert.dxf.insert
+        if x > 100:
+            insert.dxf.insert = (200 - x, y)
+            insert.transform(mirror)
+            assert insert.dxf.xscale * insert.dxf.yscale < 0
+            mirrored += 1
+    assert mirrored == 2
+
+
+def test_a_symmetric_block_placed_by_mirror_passes(tmp_path: Path) -> None:
+    assert _score(tmp_path, _mirror_right_pair) == (1.0, True)
+
+
+def test_an_asymmetric_block_placed_by_mirror_fails(tmp_path: Path) -> None:
+    def edit(doc: Any) -> None:
+        doc.blocks.get("BOLT_M10").add_line((8, 0), (8, 3))
+        _mirror_right_pair(doc)
+
+    score, passed = _score(tmp_path, edit)
+    assert not passed and score < 0.95
+
+
+def _drawn(insert: InsertEntity, sx: float, sy: float, rotation: float,
+           local: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Where the block's points ``local`` land for a reference at ``insert`` with these factors."""
+    c, s = math.cos(math.radians(rotation)), math.sin(math.radians(rotation))
+    return [(insert.insert[0] + c * x * sx - s * y * sy, insert.insert[1] + s * x * sx + c * y * sy) for x, y in local]
+
+
+@settings(max_examples=80, deadline=None)
+@given(points=st.lists(st.tuples(coordinate, coordinate), min_size=1, max_size=5),
+       axis=st.sampled_from([0.0, 30.0, 45.0, 90.0, 135.0]), rotation=st.floats(0, 359).map(lambda v: round(v, 2)),
+       scale=st.floats(0.5, 3).map(lambda v: round(v, 3)), flip=st.sampled_from([(-1, 1), (1, -1), (-1, -1)]))
+def test_the_unmirrored_reference_draws_what_the_mirrored_one_draws(
+        points: list[tuple[float, float]], axis: float, rotation: float, scale: float,
+        flip: tuple[int, int]) -> None:
+    from autocad_bench_evaluator.scoring.symmetry import unmirrored
+
+    # A block of points made symmetric about ``axis`` (degrees, in the block): each with its mirror image.
+    c, s = math.cos(math.radians(2 * axis)), math.sin(math.radians(2 * axis))
+    local = [*points, *((c * x + s * y, s * x - c * y) for x, y in points)]
+    sx, sy = scale * flip[0], scale * flip[1]
+    at = (10.0, 20.0)
+    insert = InsertEntity(block="B", insert=at, scale=(sx, sy, 1.0), rotation=rotation, exploded=tuple(
+        LineEntity(start=p, end=p) for p in _drawn(InsertEntity(block="B", insert=at), sx, sy, rotation, local)))
+    # (zero-length lines: points the symmetry check can see)
+    ux, uy, turn = unmirrored(insert, 1e-4)
+    assert ux > 0 and uy > 0
+    unmirrored_points = _drawn(insert, ux, uy, turn, local)
+    mirrored_points = _drawn(insert, sx, sy, rotation, local)
+    for a, b in ((unmirrored_points, mirrored_points), (mirrored_points, unmirrored_points)):
+        assert all(min(math.dist(p, q) for q in b) <= 1e-3 for p in a)

@@ -239,17 +239,10 @@ def _descriptors(entity: Any, layer: str | None = None, depth: int = 0) -> list[
     if kind in ("LWPOLYLINE", "POLYLINE") or (kind == "INSERT" and depth < 4):
         found: list[tuple[Any, ...]] = []
         if kind == "INSERT":
-            found.append(
-                (
-                    "INSERT",
-                    layer,
-                    entity.dxf.name,
-                    _p(entity.dxf.insert),
-                    _n(entity.dxf.get("rotation", 0.0)),
-                    _n(entity.dxf.get("xscale", 1.0)),
-                    _n(entity.dxf.get("yscale", 1.0)),
-                )
-            )
+            # The block and where it is; what it draws is in its exploded entities below. Its
+            # rotation and scale factors are not: a symmetric block mirrored (negative scale)
+            # or turned by its symmetry draws the same, and the scorer compares it so.
+            found.append(("INSERT", layer, entity.dxf.name, _p(entity.dxf.insert)))
         for sub in entity.virtual_entities():
             sub_layer = sub.dxf.get("layer", "0")
             found.extend(_descriptors(sub, layer if kind != "INSERT" or sub_layer == "0" else sub_layer, depth + 1))

@@ -46,7 +46,7 @@ from autocad_bench_evaluator.metadata import (
     TextEntity,
     ellipse_points,
 )
-from autocad_bench_evaluator.scoring.symmetry import rotation_period
+from autocad_bench_evaluator.scoring.symmetry import rotation_period, unmirrored
 from autocad_bench_evaluator.spec import ScoringSpec, Tolerance
 
 Array = NDArray[np.float64]
@@ -296,10 +296,12 @@ class _Builder:
             period = self._periods.get(key)
             if period is None:
                 period = self._periods[key] = rotation_period(e, self.tol.geometric)
+            # A mirrored reference that draws what an unmirrored one draws is that one.
+            sx, sy, rotation = unmirrored(e, self.tol.geometric)
             self.rows["insert"].append(
                 (
                     [e.insert[0], e.insert[1]],
-                    [e.scale[0], e.scale[1], e.rotation % 360.0, period],
+                    [sx, sy, rotation, period],
                     layer,
                     e.block.casefold(),
                 )

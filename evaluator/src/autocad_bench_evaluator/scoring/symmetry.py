@@ -5,7 +5,11 @@ A prompt that asks for a block inserted at a point says nothing about its rotati
 block looks the same turned: a bolt symbol (a circle and two crossing centre lines) inserted at
 90 degrees draws exactly what it draws at 0. The ``entities`` component compares a reference's
 rotation modulo the gold reference's period, so such an insert is not a wrong one (what the
-candidate's block draws is compared item by item besides). Only what is certain counts:
+candidate's block draws is compared item by item besides).
+
+A mirrored reference (AutoCAD's MIRROR gives it a negative scale factor) of a block that has a
+mirror axis draws what an unmirrored one turned by some angle draws; :func:`unmirrored` finds
+that equivalent reference, so "draw one bolt, mirror it" is compared as the bolts it draws. Only what is certain counts:
 a reference drawing anything but lines, circles, arcs, polylines and points, or more than
 :data:`MAX_ELEMENTS` of them, has the period of 360 degrees (no symmetry assumed).
 """
@@ -49,6 +53,70 @@ def rotation_period(insert: InsertEntity, tolerance: float) -> float:
         if all(_invariant(kind, rows, 2 * math.pi / order, tolerance) for kind, rows in elements.items()):
             return 360.0 / order
     return 360.0
+
+
+AXIS_STEP_DEG = 15.0
+"""Mirror axes tried: every multiple of this angle from the reference's own rotation."""
+
+
+def unmirrored(insert: InsertEntity, tolerance: float) -> tuple[float, float, float]:
+    """The scale factors and rotation ``(sx, sy, rotation)`` of a reference without mirroring
+    that draws exactly what ``insert`` draws, or its own when there is none to be found.
+
+    Both factors negative is a half turn, always. One negative factor mirrors; the mirror
+    image is a turned copy only when what the reference draws is symmetric about some axis
+    through its insertion point (tried at every :data:`AXIS_STEP_DEG` from its rotation,
+    each point within ``tolerance``), and the turn then follows from that axis.
+    """
+    sx, sy, rotation = insert.scale[0], insert.scale[1], insert.rotation
+    if sx < 0 and sy < 0:
+        return -sx, -sy, (rotation + 180.0) % 360.0
+    if (sx < 0) == (sy < 0):
+        return sx, sy, rotation % 360.0
+    elements = _elements(insert)
+    if elements is None or not any(len(rows) for rows in elements.values()):
+        return sx, sy, rotation % 360.0
+    steps = round(180.0 / AXIS_STEP_DEG)
+    for k in range(steps):
+        axis = rotation + k * AXIS_STEP_DEG
+        if all(_mirrored_onto_itself(kind, rows, math.radians(axis), tolerance) for kind, rows in elements.items()):
+            # Drawn = R(rotation) D M B with M = diag(1, -1) (y mirrored; an x mirror is a half
+            # turn of it): the same as R(t) D B when mirroring about ``axis`` maps the drawing
+            # onto itself, with t = 2 axis - rotation, less a half turn for an x mirror.
+            turn = 2.0 * axis - rotation - (180.0 if sx < 0 else 0.0)
+            return abs(sx), abs(sy), turn % 360.0
+    return sx, sy, rotation % 360.0
+
+
+def _mirror(xy: Array, axis: float) -> Array:
+    """``xy`` mirrored about the line through the origin at angle ``axis`` (radians)."""
+    c, s = math.cos(2 * axis), math.sin(2 * axis)
+    return np.stack([c * xy[:, 0] + s * xy[:, 1], s * xy[:, 0] - c * xy[:, 1]], axis=1)
+
+
+def _mirrored_onto_itself(kind: str, rows: Array, axis: float, tolerance: float) -> bool:
+    """Whether every element mirrored about ``axis`` lands on some element of the same set."""
+    if not len(rows):
+        return True
+    if kind == "line":
+        a, b = _mirror(rows[:, 0:2], axis), _mirror(rows[:, 2:4], axis)
+        same = np.maximum(_d(a, rows[:, 0:2]), _d(b, rows[:, 2:4]))
+        swapped = np.maximum(_d(a, rows[:, 2:4]), _d(b, rows[:, 0:2]))
+        error = np.minimum(same, swapped)
+    elif kind == "circle":
+        radius = np.abs(rows[:, 2][:, None] - rows[:, 2][None, :])
+        error = np.maximum(_d(_mirror(rows[:, 0:2], axis), rows[:, 0:2]), radius)
+    elif kind == "arc":
+        # a mirror turns counter-clockwise into clockwise: the image of the end is the new start
+        error = np.maximum.reduce([
+            _d(_mirror(rows[:, 0:2], axis), rows[:, 0:2]),
+            np.abs(rows[:, 2][:, None] - rows[:, 2][None, :]),
+            _d(_mirror(rows[:, 5:7], axis), rows[:, 3:5]),
+            _d(_mirror(rows[:, 3:5], axis), rows[:, 5:7]),
+        ])
+    else:
+        error = _d(_mirror(rows, axis), rows)
+    return bool((error.min(axis=1) <= tolerance).all())
 
 
 def _elements(insert: InsertEntity) -> dict[str, Array] | None:
