@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import ezdxf
+from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
 from autocad_bench_evaluator.gold_cache import build_entry
 from autocad_bench_evaluator.metadata import (
     CircleEntity,
@@ -20,6 +22,7 @@ from autocad_bench_evaluator.metadata import (
     extents_of,
 )
 from autocad_bench_evaluator.spec import ScoringSpec
+from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
 from ezdxf.document import Drawing
 from ezdxf.filemanagement import new
 
@@ -90,3 +93,16 @@ def gold_cache(root: Path, task_id: str = "plate", version: str = "v1", spec: Sc
 
 def all_bytes(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def score_edited_gold(tmp_path: Path, task_id: str, edit: Callable[[Any], None]) -> tuple[float, bool]:
+    """``(score, passed)`` of the shipped gold of ``task_id`` after ``edit`` changed it, through the
+    public evaluation, as an attempt's drawing would be scored."""
+    doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / task_id / "gold.dxf")
+    edit(doc)
+    path = tmp_path / "attempt.dxf"
+    doc.saveas(path)
+    outcome = evaluate(path, task_id, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
+    assert outcome.state is EvaluationState.DONE, outcome.error
+    assert outcome.report is not None
+    return outcome.report.score, outcome.report.passed

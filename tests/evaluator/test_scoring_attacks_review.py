@@ -14,19 +14,11 @@ from typing import Any
 
 import ezdxf
 import pytest
-from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
 from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
 
+from tests.evaluator.support import score_edited_gold
 
-def _score(tmp_path: Path, task_id: str, edit: Callable[[Any], None]) -> tuple[float, bool]:
-    doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / task_id / "gold.dxf")
-    edit(doc)
-    path = tmp_path / "attempt.dxf"
-    doc.saveas(path)
-    outcome = evaluate(path, task_id, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
-    assert outcome.state is EvaluationState.DONE, outcome.error
-    assert outcome.report is not None
-    return outcome.report.score, outcome.report.passed
+_score = score_edited_gold
 
 
 def _dimensions(doc: Any) -> list[Any]:

@@ -9,9 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import ezdxf
 import pytest
-from autocad_bench_evaluator.evaluate import EvaluationState, evaluate
 from autocad_bench_evaluator.metadata import (
     ArcEntity,
     CircleEntity,
@@ -21,22 +19,16 @@ from autocad_bench_evaluator.metadata import (
     TextEntity,
 )
 from autocad_bench_evaluator.scoring.symmetry import rotation_period
-from autocad_bench_evaluator.version import EVALUATOR_VERSION, SHIPPED_GOLD_CACHE
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.evaluator.support import score_edited_gold
 
 TASK = "anno-block-bolts"
 
 
 def _score(tmp_path: Path, edit: Callable[[Any], None]) -> tuple[float, bool]:
-    doc = ezdxf.readfile(SHIPPED_GOLD_CACHE / EVALUATOR_VERSION / TASK / "gold.dxf")
-    edit(doc)
-    path = tmp_path / "attempt.dxf"
-    doc.saveas(path)
-    outcome = evaluate(path, TASK, SHIPPED_GOLD_CACHE, EVALUATOR_VERSION, tmp_path / "ev")
-    assert outcome.state is EvaluationState.DONE, outcome.error
-    assert outcome.report is not None
-    return outcome.report.score, outcome.report.passed
+    return score_edited_gold(tmp_path, TASK, edit)
 
 
 def _rotate_inserts(angle: float) -> Callable[[Any], None]:

@@ -46,7 +46,7 @@ from autocad_bench_evaluator.metadata import (
     TextEntity,
     ellipse_points,
 )
-from autocad_bench_evaluator.scoring.symmetry import rotation_period, unmirrored
+from autocad_bench_evaluator.scoring.symmetry import BlockSymmetry, block_symmetry, unmirrored
 from autocad_bench_evaluator.spec import ScoringSpec, Tolerance
 
 Array = NDArray[np.float64]
@@ -156,7 +156,7 @@ class _Builder:
         self.chain_edges: list[tuple[Point, Point, list[Point]]] = []
         self.layers: set[str] = set()
         self.extent_points: list[Point] = []
-        self._periods: dict[tuple[str, tuple[float, float, float]], float] = {}
+        self._symmetries: dict[tuple[str, tuple[float, float, float]], BlockSymmetry] = {}
 
     # geometry --------------------------------------------------------------------------
 
@@ -293,15 +293,15 @@ class _Builder:
             # A turn by the block's own symmetry draws the same thing (see ``symmetry``); one
             # block at one scale has one period, however often it is inserted.
             key = (e.block.casefold(), e.scale)
-            period = self._periods.get(key)
-            if period is None:
-                period = self._periods[key] = rotation_period(e, self.tol.geometric)
+            symmetry = self._symmetries.get(key)
+            if symmetry is None:
+                symmetry = self._symmetries[key] = block_symmetry(e, self.tol.geometric)
             # A mirrored reference that draws what an unmirrored one draws is that one.
-            sx, sy, rotation = unmirrored(e, self.tol.geometric)
+            sx, sy, rotation = unmirrored(e, self.tol.geometric, symmetry)
             self.rows["insert"].append(
                 (
                     [e.insert[0], e.insert[1]],
-                    [sx, sy, rotation, period],
+                    [sx, sy, rotation, symmetry.period],
                     layer,
                     e.block.casefold(),
                 )

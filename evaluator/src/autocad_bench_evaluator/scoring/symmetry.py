@@ -16,7 +16,10 @@ a reference drawing anything but lines, circles, arcs, polylines and points, or 
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,83 +43,79 @@ ORDERS = (24, 16, 12, 10, 8, 6, 5, 4, 3, 2)
 Array = NDArray[np.float64]
 
 
-def rotation_period(insert: InsertEntity, tolerance: float) -> float:
-    """The smallest angle (degrees, dividing 360) by which turning ``insert``'s drawn content
-    about its insertion point gives the same content, every point within ``tolerance``;
-    360.0 when no order of :data:`ORDERS` holds or the content cannot be examined."""
-    elements = _elements(insert)
-    if elements is None:
-        return 360.0
-    if not any(len(rows) for rows in elements.values()):
-        return 360.0
-    for order in ORDERS:
-        if all(_invariant(kind, rows, 2 * math.pi / order, tolerance) for kind, rows in elements.items()):
-            return 360.0 / order
-    return 360.0
+@dataclass(frozen=True, slots=True)
+class BlockSymmetry:
+    """What turning or mirroring a reference leaves unchanged; the same for every reference of
+    one block at one scale, so it is found once per block and scale (see the scorer's items)."""
+
+    period: float
+    """The smallest turn (degrees, dividing 360) that draws the same; 360 when none is found."""
+    mirror_axis: float | None
+    """For a reference with one negative scale factor: the angle (degrees) from its rotation of
+    an axis through its insertion point about which what it draws is symmetric, or ``None``."""
 
 
 AXIS_STEP_DEG = 15.0
 """Mirror axes tried: every multiple of this angle from the reference's own rotation."""
 
 
-def unmirrored(insert: InsertEntity, tolerance: float) -> tuple[float, float, float]:
+def block_symmetry(insert: InsertEntity, tolerance: float) -> BlockSymmetry:
+    """The symmetry of what ``insert`` draws about its insertion point, each point within
+    ``tolerance``: its rotation period over :data:`ORDERS` and, when exactly one scale factor
+    is negative, a mirror axis tried every :data:`AXIS_STEP_DEG`. Nothing is assumed of what
+    cannot be examined (period 360, no axis)."""
+    elements = _elements(insert)
+    if elements is None or not any(len(rows) for rows in elements.values()):
+        return BlockSymmetry(360.0, None)
+
+    def onto_itself(move: Callable[[Array], Array], *, reverses: bool) -> bool:
+        return all(_onto_itself(kind, rows, move, tolerance, reverses=reverses) for kind, rows in elements.items())
+
+    period = next((360.0 / order for order in ORDERS
+                   if onto_itself(functools.partial(_turn, angle=2 * math.pi / order), reverses=False)), 360.0)
+    axis = None
+    if (insert.scale[0] < 0) != (insert.scale[1] < 0):
+        axis = next((k * AXIS_STEP_DEG for k in range(round(180.0 / AXIS_STEP_DEG))
+                     if onto_itself(functools.partial(_mirror, axis=math.radians(insert.rotation + k * AXIS_STEP_DEG)),
+                                    reverses=True)), None)
+    return BlockSymmetry(period, axis)
+
+
+def rotation_period(insert: InsertEntity, tolerance: float) -> float:
+    """The smallest angle (degrees, dividing 360) by which turning ``insert``'s drawn content
+    about its insertion point gives the same content, every point within ``tolerance``;
+    360.0 when no order of :data:`ORDERS` holds or the content cannot be examined."""
+    return block_symmetry(insert, tolerance).period
+
+
+def unmirrored(insert: InsertEntity, tolerance: float,
+               symmetry: BlockSymmetry | None = None) -> tuple[float, float, float]:
     """The scale factors and rotation ``(sx, sy, rotation)`` of a reference without mirroring
     that draws exactly what ``insert`` draws, or its own when there is none to be found.
 
     Both factors negative is a half turn, always. One negative factor mirrors; the mirror
-    image is a turned copy only when what the reference draws is symmetric about some axis
-    through its insertion point (tried at every :data:`AXIS_STEP_DEG` from its rotation,
-    each point within ``tolerance``), and the turn then follows from that axis.
+    image is a turned copy only when what the reference draws has a mirror axis
+    (``symmetry``, found here when not given), and the turn then follows from that axis.
     """
     sx, sy, rotation = insert.scale[0], insert.scale[1], insert.rotation
     if sx < 0 and sy < 0:
         return -sx, -sy, (rotation + 180.0) % 360.0
     if (sx < 0) == (sy < 0):
         return sx, sy, rotation % 360.0
-    elements = _elements(insert)
-    if elements is None or not any(len(rows) for rows in elements.values()):
+    axis = (symmetry or block_symmetry(insert, tolerance)).mirror_axis
+    if axis is None:
         return sx, sy, rotation % 360.0
-    steps = round(180.0 / AXIS_STEP_DEG)
-    for k in range(steps):
-        axis = rotation + k * AXIS_STEP_DEG
-        if all(_mirrored_onto_itself(kind, rows, math.radians(axis), tolerance) for kind, rows in elements.items()):
-            # Drawn = R(rotation) D M B with M = diag(1, -1) (y mirrored; an x mirror is a half
-            # turn of it): the same as R(t) D B when mirroring about ``axis`` maps the drawing
-            # onto itself, with t = 2 axis - rotation, less a half turn for an x mirror.
-            turn = 2.0 * axis - rotation - (180.0 if sx < 0 else 0.0)
-            return abs(sx), abs(sy), turn % 360.0
-    return sx, sy, rotation % 360.0
+    # Drawn = R(rotation) D M B with M = diag(1, -1) (y mirrored; an x mirror is a half turn of
+    # it): the same as R(t) D B when mirroring about the axis at ``rotation + axis`` maps the
+    # drawing onto itself, with t = 2 (rotation + axis) - rotation, less a half turn for an x mirror.
+    turn = rotation + 2.0 * axis - (180.0 if sx < 0 else 0.0)
+    return abs(sx), abs(sy), turn % 360.0
 
 
 def _mirror(xy: Array, axis: float) -> Array:
     """``xy`` mirrored about the line through the origin at angle ``axis`` (radians)."""
     c, s = math.cos(2 * axis), math.sin(2 * axis)
     return np.stack([c * xy[:, 0] + s * xy[:, 1], s * xy[:, 0] - c * xy[:, 1]], axis=1)
-
-
-def _mirrored_onto_itself(kind: str, rows: Array, axis: float, tolerance: float) -> bool:
-    """Whether every element mirrored about ``axis`` lands on some element of the same set."""
-    if not len(rows):
-        return True
-    if kind == "line":
-        a, b = _mirror(rows[:, 0:2], axis), _mirror(rows[:, 2:4], axis)
-        same = np.maximum(_d(a, rows[:, 0:2]), _d(b, rows[:, 2:4]))
-        swapped = np.maximum(_d(a, rows[:, 2:4]), _d(b, rows[:, 0:2]))
-        error = np.minimum(same, swapped)
-    elif kind == "circle":
-        radius = np.abs(rows[:, 2][:, None] - rows[:, 2][None, :])
-        error = np.maximum(_d(_mirror(rows[:, 0:2], axis), rows[:, 0:2]), radius)
-    elif kind == "arc":
-        # a mirror turns counter-clockwise into clockwise: the image of the end is the new start
-        error = np.maximum.reduce([
-            _d(_mirror(rows[:, 0:2], axis), rows[:, 0:2]),
-            np.abs(rows[:, 2][:, None] - rows[:, 2][None, :]),
-            _d(_mirror(rows[:, 5:7], axis), rows[:, 3:5]),
-            _d(_mirror(rows[:, 3:5], axis), rows[:, 5:7]),
-        ])
-    else:
-        error = _d(_mirror(rows, axis), rows)
-    return bool((error.min(axis=1) <= tolerance).all())
 
 
 def _elements(insert: InsertEntity) -> dict[str, Array] | None:
@@ -173,28 +172,31 @@ def _turn(xy: Array, angle: float) -> Array:
     return np.stack([c * xy[:, 0] - s * xy[:, 1], s * xy[:, 0] + c * xy[:, 1]], axis=1)
 
 
-def _invariant(kind: str, rows: Array, angle: float, tolerance: float) -> bool:
-    """Whether every element turned by ``angle`` lands on some element of the same set."""
+def _onto_itself(kind: str, rows: Array, move: Callable[[Array], Array], tolerance: float, *,
+                 reverses: bool) -> bool:
+    """Whether every element moved by ``move`` (a turn or a mirror of points) lands on some
+    element of the same set. A mirror ``reverses`` an arc's direction: the image of its end is
+    the new start."""
     if not len(rows):
         return True
     if kind == "line":
-        a, b = _turn(rows[:, 0:2], angle), _turn(rows[:, 2:4], angle)
+        a, b = move(rows[:, 0:2]), move(rows[:, 2:4])
         same = np.maximum(_d(a, rows[:, 0:2]), _d(b, rows[:, 2:4]))
         swapped = np.maximum(_d(a, rows[:, 2:4]), _d(b, rows[:, 0:2]))
         error = np.minimum(same, swapped)
     elif kind == "circle":
         radius = np.abs(rows[:, 2][:, None] - rows[:, 2][None, :])
-        error = np.maximum(_d(_turn(rows[:, 0:2], angle), rows[:, 0:2]), radius)
+        error = np.maximum(_d(move(rows[:, 0:2]), rows[:, 0:2]), radius)
     elif kind == "arc":
-        # an arc runs counter-clockwise from its start, and a turn keeps that: no swapping
+        start, end = (rows[:, 5:7], rows[:, 3:5]) if reverses else (rows[:, 3:5], rows[:, 5:7])
         error = np.maximum.reduce([
-            _d(_turn(rows[:, 0:2], angle), rows[:, 0:2]),
+            _d(move(rows[:, 0:2]), rows[:, 0:2]),
             np.abs(rows[:, 2][:, None] - rows[:, 2][None, :]),
-            _d(_turn(rows[:, 3:5], angle), rows[:, 3:5]),
-            _d(_turn(rows[:, 5:7], angle), rows[:, 5:7]),
+            _d(move(start), rows[:, 3:5]),
+            _d(move(end), rows[:, 5:7]),
         ])
     else:
-        error = _d(_turn(rows, angle), rows)
+        error = _d(move(rows), rows)
     return bool((error.min(axis=1) <= tolerance).all())
 
 
